@@ -1,0 +1,17 @@
+"""sksparse_struct: sparse and structured prediction for NLP, scikit-learn style.
+
+Subpackages
+-----------
+mappings
+    Probability mappings onto the simplex (softmax, sparsemax, entmax15,
+    csoftmax, csparsemax, fusedmax, oscarmax, sq_pnorm_max) with their
+    backward passes, and the projections and proxes they are built from.
+losses
+    Fenchel-Young losses.
+datasets
+    Bundled sample data and loaders.
+"""
+
+from ._version import __version__
+
+__all__ = ["__version__"]

@@ -1,0 +1,17 @@
+"""Probability mappings onto the simplex, with forward and backward passes.
+
+Every mapping takes a 1-D vector or a 2-D array (applied to every row) and
+returns float64 probabilities. Each ``<name>_backward`` function computes the
+vector-Jacobian product from what the forward pass returned, without solving
+the forward problem again. All these Jacobians with respect to the scores are
+symmetric (each mapping is the gradient of a convex function), so the same
+function also gives Jacobian-vector products.
+"""
+
+from ._sparsemax import project_simplex, sparsemax, sparsemax_backward
+
+__all__ = [
+    "project_simplex",
+    "sparsemax",
+    "sparsemax_backward",
+]

@@ -1,0 +1,115 @@
+"""Sparsemax and the Euclidean projection onto the simplex."""
+
+import numpy as np
+
+from ..utils._validation import (
+    as_float_rows,
+    check_positive_scalar,
+    check_same_rows,
+    check_scores,
+    restore_shape,
+)
+from ._simplex_fast import project_simplex_rows, sparsemax_backward_rows
+
+__all__ = ["project_simplex", "sparsemax", "sparsemax_backward"]
+
+
+def project_simplex(z, radius=1.0):
+    """Euclidean projection onto the (scaled) probability simplex.
+
+    Solves ``argmin_p ||p - z||^2`` subject to ``p >= 0`` and
+    ``sum(p) == radius`` for a vector or for every row of a 2-D array, exactly
+    (sort-based, O(d log d) per row).
+
+    Parameters
+    ----------
+    z : array-like of shape (d,) or (n_rows, d)
+        Points to project. ``-inf`` entries are masked: they get 0.
+    radius : float, default=1.0
+        Sum of the projected vector (1 for the probability simplex).
+
+    Returns
+    -------
+    p : ndarray of the shape of ``z``, float64
+
+    Examples
+    --------
+    >>> from sksparse_struct.mappings import project_simplex
+    >>> project_simplex([0.5, 1.0, 0.1]).round(3).tolist()
+    [0.25, 0.75, 0.0]
+    """
+    radius = check_positive_scalar(radius, "radius")
+    z_rows, was_1d = check_scores(z, "z")
+    out = np.empty_like(z_rows)
+    project_simplex_rows(z_rows, radius, out)
+    return restore_shape(out, was_1d)
+
+
+def sparsemax(z, temperature=1.0):
+    """Sparsemax: the Euclidean projection of ``z / temperature`` onto the simplex.
+
+    The regularized max with ``Omega(p) = temperature * ||p||^2 / 2``
+    (Martins & Astudillo 2016; Niculae 2018, sec. 3.3). Unlike softmax, its
+    output can have exact zeros.
+
+    Parameters
+    ----------
+    z : array-like of shape (d,) or (n_rows, d)
+        Scores; the mapping is applied to every row of a 2-D array. float32
+        input is computed in float64. ``-inf`` entries are masked (they get
+        probability 0); a row of only ``-inf`` is an error.
+    temperature : float, default=1.0
+        Larger values give denser outputs.
+
+    Returns
+    -------
+    p : ndarray of the shape of ``z``, float64
+        Rows on the probability simplex.
+
+    See Also
+    --------
+    sparsemax_backward : the backward pass.
+
+    Examples
+    --------
+    >>> from sksparse_struct.mappings import sparsemax
+    >>> sparsemax([1.0, 0.8, -1.0]).tolist()
+    [0.6, 0.4, 0.0]
+    """
+    temperature = check_positive_scalar(temperature, "temperature")
+    z_rows, was_1d = check_scores(z, "z")
+    if temperature != 1.0:
+        z_rows = z_rows / temperature
+    out = np.empty_like(z_rows)
+    project_simplex_rows(z_rows, 1.0, out)
+    return restore_shape(out, was_1d)
+
+
+def sparsemax_backward(p, dp, temperature=1.0):
+    """Backward pass of :func:`sparsemax`: ``J^T dp`` from the forward output.
+
+    The Jacobian (Niculae 2018, eq. 3.7) is
+    ``(diag(s) - s s^T / |s|) / temperature`` with ``s`` the support of ``p``;
+    it is symmetric, so this is also the Jacobian-vector product ``J dp``.
+
+    Parameters
+    ----------
+    p : array-like of shape (d,) or (n_rows, d)
+        Output of :func:`sparsemax`.
+    dp : array-like of the shape of ``p``
+        Gradient of a loss with respect to ``p`` (or a direction).
+    temperature : float, default=1.0
+        The temperature used in the forward pass.
+
+    Returns
+    -------
+    dz : ndarray of the shape of ``p``
+        Gradient with respect to the scores ``z``.
+    """
+    temperature = check_positive_scalar(temperature, "temperature")
+    p_rows, was_1d = as_float_rows(p, "p")
+    dp_rows, _ = check_scores(dp, "dp", allow_neg_inf=False)
+    check_same_rows(p_rows, dp_rows, "p", "dp")
+    out = np.empty_like(p_rows)
+    sparsemax_backward_rows(p_rows, dp_rows, 1.0 / temperature, out)
+    return restore_shape(out, was_1d)

@@ -1,0 +1,21 @@
+"""Utilities shared across sksparse_struct: numba defaults, validation, sklearn glue."""
+
+from ._numba import njit
+from ._validation import (
+    as_float_rows,
+    check_bounds,
+    check_positive_scalar,
+    check_same_rows,
+    check_scores,
+    restore_shape,
+)
+
+__all__ = [
+    "njit",
+    "as_float_rows",
+    "check_bounds",
+    "check_positive_scalar",
+    "check_same_rows",
+    "check_scores",
+    "restore_shape",
+]

@@ -1,0 +1,53 @@
+"""Reference tools shared by the tests: finite differences and generic solvers."""
+
+import numpy as np
+
+
+def central_difference_vjp(forward, z, dp, eps=1e-6):
+    """``J(z)^T dp`` by central finite differences of a vector function.
+
+    ``forward`` maps a 1-D float64 vector to a 1-D vector; the result is the
+    gradient of ``dp . forward(z)`` with respect to ``z``.
+    """
+    z = np.asarray(z, dtype=np.float64)
+    grad = np.empty_like(z)
+    for i in range(z.shape[0]):
+        step = np.zeros_like(z)
+        step[i] = eps
+        grad[i] = (dp @ forward(z + step) - dp @ forward(z - step)) / (2 * eps)
+    return grad
+
+
+def central_difference_jacobian(forward, z, eps=1e-6):
+    """Full Jacobian ``d forward / d z`` (rows: outputs) by central differences."""
+    z = np.asarray(z, dtype=np.float64)
+    cols = []
+    for i in range(z.shape[0]):
+        step = np.zeros_like(z)
+        step[i] = eps
+        cols.append((forward(z + step) - forward(z - step)) / (2 * eps))
+    return np.stack(cols, axis=1)
+
+
+def solve_on_simplex(objective, d, upper=None, x0=None):
+    """Minimise a smooth convex ``objective`` over the (capped) simplex with SLSQP.
+
+    A slow, generic reference for the mappings' forward passes: it knows
+    nothing of thresholds or supports.
+    """
+    from scipy.optimize import minimize
+
+    bounds = [(0.0, 1.0 if upper is None else float(u)) for u in (upper if upper is not None else [None] * d)]
+    if x0 is None:
+        x0 = np.full(d, 1.0 / d)
+        if upper is not None:
+            x0 = np.minimum(x0, upper)
+    res = minimize(
+        objective,
+        x0,
+        method="SLSQP",
+        bounds=bounds,
+        constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1.0, "jac": lambda x: np.ones_like(x)}],
+        options={"ftol": 1e-14, "maxiter": 2000},
+    )
+    return res.x
