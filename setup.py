@@ -16,6 +16,7 @@ setup(
     long_description=long_description,
     long_description_content_type="text/x-rst",
     license="BSD-3-Clause",
+    license_files=["LICENSE"],
     packages=find_packages(include=["sksparse_struct", "sksparse_struct.*"]),
     package_data={"sksparse_struct.datasets": ["data/*"]},
     include_package_data=True,
