@@ -1,0 +1,86 @@
+"""Tests of the shared input validation helpers."""
+
+import numpy as np
+import pytest
+
+import sksparse_struct
+from sksparse_struct.utils import (
+    as_float_rows,
+    check_bounds,
+    check_positive_scalar,
+    check_scores,
+    restore_shape,
+)
+
+
+def test_version_is_a_string():
+    assert isinstance(sksparse_struct.__version__, str)
+    assert sksparse_struct.__version__.count(".") >= 2
+
+
+def test_as_float_rows_promotes_and_restores():
+    rows, was_1d = as_float_rows(np.arange(3, dtype=np.float32), "z")
+    assert was_1d and rows.shape == (1, 3) and rows.dtype == np.float64
+    assert rows.flags.c_contiguous
+    np.testing.assert_array_equal(restore_shape(rows, was_1d), [0.0, 1.0, 2.0])
+    rows, was_1d = as_float_rows(np.ones((2, 3), order="F"), "z")
+    assert not was_1d and rows.flags.c_contiguous
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (np.ones((2, 2, 2)), "3 dimensions"),
+        (np.ones((2, 0)), "at least one entry"),
+        (np.array(["a", "b"]), "real numbers"),
+        (np.array([1.0, None], dtype=object), "real numbers"),
+    ],
+)
+def test_as_float_rows_rejects(bad, message):
+    with pytest.raises(ValueError, match=message):
+        as_float_rows(bad, "z")
+
+
+def test_check_scores_names_row_and_position():
+    z = np.zeros((3, 4))
+    z[2, 1] = np.nan
+    with pytest.raises(ValueError, match=r"NaN \(row 2, position 1\)"):
+        check_scores(z)
+    z[2, 1] = np.inf
+    with pytest.raises(ValueError, match=r"\+inf \(row 2, position 1\)"):
+        check_scores(z)
+    z[2, 1] = -np.inf
+    rows, _ = check_scores(z)  # a mask is fine
+    assert rows[2, 1] == -np.inf
+    with pytest.raises(ValueError, match=r"-inf \(row 2, position 1\)"):
+        check_scores(z, allow_neg_inf=False)
+    z[1, :] = -np.inf
+    with pytest.raises(ValueError, match="every entry of row 1"):
+        check_scores(z)
+
+
+def test_check_bounds():
+    z = np.zeros((2, 3))
+    u = check_bounds([0.5, 0.5, 0.5], z)
+    assert u.shape == (2, 3)
+    with pytest.raises(ValueError, match="row 1 sum to 0.9"):
+        check_bounds([[0.5, 0.5, 0.5], [0.3, 0.3, 0.3]], z)
+    with pytest.raises(ValueError, match="non-negative; row 0, position 2"):
+        check_bounds([0.5, 0.6, -0.1], z)
+    with pytest.raises(ValueError, match="does not match"):
+        check_bounds(np.ones((3, 3)), z)
+    # bounds of masked entries do not count towards feasibility
+    z[0, 0] = -np.inf
+    with pytest.raises(ValueError, match="row 0"):
+        check_bounds([0.9, 0.05, 0.05], z)
+
+
+@pytest.mark.parametrize("value", [0, -1.0, np.nan, np.inf, "1", True])
+def test_check_positive_scalar_rejects(value):
+    with pytest.raises(ValueError):
+        check_positive_scalar(value, "alpha")
+
+
+def test_check_positive_scalar_zero_allowed():
+    assert check_positive_scalar(0, "alpha", allow_zero=True) == 0.0
+    assert check_positive_scalar(np.float32(2), "alpha") == 2.0
