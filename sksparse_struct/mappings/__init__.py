@@ -8,9 +8,15 @@ symmetric (each mapping is the gradient of a convex function), so the same
 function also gives Jacobian-vector products.
 """
 
+from ._entmax import entmax15, entmax15_backward
+from ._softmax import softmax, softmax_backward
 from ._sparsemax import project_simplex, sparsemax, sparsemax_backward
 
 __all__ = [
+    "entmax15",
+    "entmax15_backward",
+    "softmax",
+    "softmax_backward",
     "project_simplex",
     "sparsemax",
     "sparsemax_backward",

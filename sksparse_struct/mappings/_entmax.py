@@ -1,0 +1,89 @@
+"""1.5-entmax, the regularized max with the Tsallis 1.5 negative entropy."""
+
+import numpy as np
+
+from ..utils._validation import (
+    check_positive_scalar,
+    check_same_rows,
+    check_scores,
+    restore_shape,
+)
+from ._entmax_fast import entmax15_backward_rows, entmax15_rows
+
+__all__ = ["entmax15", "entmax15_backward"]
+
+
+def entmax15(z, temperature=1.0):
+    """1.5-entmax: a sparse mapping between softmax and sparsemax.
+
+    Solves ``argmax_p <p, z> - temperature * Omega(p)`` over the simplex with
+    the Tsallis negative entropy ``Omega(p) = (sum(p ** 1.5) - 1) / 0.75``
+    (Peters, Niculae & Martins 2019). The solution is
+    ``p = [(z / (2 * temperature) - tau)_+] ** 2``; the threshold ``tau`` is
+    found exactly by sorting the few scores that can be in the support.
+
+    Parameters
+    ----------
+    z : array-like of shape (d,) or (n_rows, d)
+        Scores; the mapping is applied to every row of a 2-D array. float32
+        input is computed in float64. ``-inf`` entries are masked (they get
+        probability 0); a row of only ``-inf`` is an error.
+    temperature : float, default=1.0
+        Larger values give denser outputs; ``entmax15(z, t) == entmax15(z / t)``.
+
+    Returns
+    -------
+    p : ndarray of the shape of ``z``, float64
+        Rows on the probability simplex, with exact zeros.
+
+    See Also
+    --------
+    entmax15_backward : the backward pass.
+
+    Examples
+    --------
+    >>> from sksparse_struct.mappings import entmax15
+    >>> entmax15([1.0, 0.5, -1.0]).round(3).tolist()
+    [0.674, 0.326, 0.0]
+    """
+    temperature = check_positive_scalar(temperature, "temperature")
+    z_rows, was_1d = check_scores(z, "z")
+    out = np.empty_like(z_rows)
+    entmax15_rows(z_rows, 0.5 / temperature, out)
+    return restore_shape(out, was_1d)
+
+
+def entmax15_backward(p, dp, temperature=1.0):
+    """Backward pass of :func:`entmax15`: ``J^T dp`` from the forward output.
+
+    With ``g = sqrt(p)`` the Jacobian is
+    ``(diag(g) - g g^T / sum(g)) / temperature``; it is symmetric, so this is
+    also the Jacobian-vector product ``J dp``.
+
+    Parameters
+    ----------
+    p : array-like of shape (d,) or (n_rows, d)
+        Output of :func:`entmax15`.
+    dp : array-like of the shape of ``p``
+        Gradient of a loss with respect to ``p`` (or a direction).
+    temperature : float, default=1.0
+        The temperature used in the forward pass.
+
+    Returns
+    -------
+    dz : ndarray of the shape of ``p``
+        Gradient with respect to the scores ``z``.
+
+    Examples
+    --------
+    >>> from sksparse_struct.mappings import entmax15_backward
+    >>> entmax15_backward([0.25, 0.75, 0.0], [1.0, 0.0, 5.0]).round(3).tolist()
+    [0.317, -0.317, 0.0]
+    """
+    temperature = check_positive_scalar(temperature, "temperature")
+    p_rows, was_1d = check_scores(p, "p", allow_neg_inf=False)
+    dp_rows, _ = check_scores(dp, "dp", allow_neg_inf=False)
+    check_same_rows(p_rows, dp_rows, "p", "dp")
+    out = np.empty_like(p_rows)
+    entmax15_backward_rows(p_rows, dp_rows, 1.0 / temperature, out)
+    return restore_shape(out, was_1d)

@@ -1,0 +1,89 @@
+"""Softmax, the regularized max with the negative Shannon entropy."""
+
+import numpy as np
+
+from ..utils._validation import (
+    as_float_rows,
+    check_positive_scalar,
+    check_same_rows,
+    check_scores,
+    restore_shape,
+)
+from ._softmax_fast import softmax_backward_rows, softmax_rows
+
+__all__ = ["softmax", "softmax_backward"]
+
+
+def softmax(z, temperature=1.0):
+    """Softmax: ``exp(z / temperature)`` normalised to sum to one.
+
+    The regularized max with ``Omega(p) = temperature * sum(p log p)``
+    (Niculae 2018, sec. 3.3). Computed after subtracting the row maximum, so
+    large scores do not overflow.
+
+    Parameters
+    ----------
+    z : array-like of shape (d,) or (n_rows, d)
+        Scores; the mapping is applied to every row of a 2-D array. float32
+        input is computed in float64. ``-inf`` entries are masked (they get
+        probability exactly 0); a row of only ``-inf`` is an error.
+    temperature : float, default=1.0
+        Larger values give flatter outputs.
+
+    Returns
+    -------
+    p : ndarray of the shape of ``z``, float64
+        Rows on the probability simplex, positive except at masked entries.
+
+    See Also
+    --------
+    softmax_backward : the backward pass.
+
+    Examples
+    --------
+    >>> from sksparse_struct.mappings import softmax
+    >>> softmax([0.0, 0.0, float("-inf")]).tolist()
+    [0.5, 0.5, 0.0]
+    >>> softmax([1.0, 2.0, 3.0], temperature=2.0).round(3).tolist()
+    [0.186, 0.307, 0.506]
+    """
+    temperature = check_positive_scalar(temperature, "temperature")
+    z_rows, was_1d = check_scores(z, "z")
+    out = np.empty_like(z_rows)
+    softmax_rows(z_rows, 1.0 / temperature, out)
+    return restore_shape(out, was_1d)
+
+
+def softmax_backward(p, dp, temperature=1.0):
+    """Backward pass of :func:`softmax`: ``J^T dp`` from the forward output.
+
+    The Jacobian is ``(diag(p) - p p^T) / temperature``; it is symmetric, so
+    this is also the Jacobian-vector product ``J dp``.
+
+    Parameters
+    ----------
+    p : array-like of shape (d,) or (n_rows, d)
+        Output of :func:`softmax`.
+    dp : array-like of the shape of ``p``
+        Gradient of a loss with respect to ``p`` (or a direction).
+    temperature : float, default=1.0
+        The temperature used in the forward pass.
+
+    Returns
+    -------
+    dz : ndarray of the shape of ``p``
+        Gradient with respect to the scores ``z``.
+
+    Examples
+    --------
+    >>> from sksparse_struct.mappings import softmax_backward
+    >>> softmax_backward([0.5, 0.5], [1.0, 0.0]).tolist()
+    [0.25, -0.25]
+    """
+    temperature = check_positive_scalar(temperature, "temperature")
+    p_rows, was_1d = check_scores(p, "p", allow_neg_inf=False)
+    dp_rows, _ = check_scores(dp, "dp", allow_neg_inf=False)
+    check_same_rows(p_rows, dp_rows, "p", "dp")
+    out = np.empty_like(p_rows)
+    softmax_backward_rows(p_rows, dp_rows, 1.0 / temperature, out)
+    return restore_shape(out, was_1d)
