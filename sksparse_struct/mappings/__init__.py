@@ -9,6 +9,7 @@ function also gives Jacobian-vector products.
 """
 
 from ._entmax import entmax15, entmax15_backward
+from ._regularized_max import regularized_max, regularizer
 from ._softmax import softmax, softmax_backward
 from ._sparsemax import project_simplex, sparsemax, sparsemax_backward
 
@@ -20,4 +21,6 @@ __all__ = [
     "project_simplex",
     "sparsemax",
     "sparsemax_backward",
+    "regularized_max",
+    "regularizer",
 ]
