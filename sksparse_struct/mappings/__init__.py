@@ -9,11 +9,19 @@ function also gives Jacobian-vector products.
 """
 
 from ._entmax import entmax15, entmax15_backward
+from ._fusedmax import fusedmax, fusedmax_backward, oscarmax, oscarmax_backward
+from ._prox import prox_oscar, prox_tv1d
 from ._regularized_max import regularized_max, regularizer
 from ._softmax import softmax, softmax_backward
 from ._sparsemax import project_simplex, sparsemax, sparsemax_backward
 
 __all__ = [
+    "fusedmax",
+    "fusedmax_backward",
+    "oscarmax",
+    "oscarmax_backward",
+    "prox_oscar",
+    "prox_tv1d",
     "entmax15",
     "entmax15_backward",
     "softmax",

@@ -1,0 +1,222 @@
+"""Fusedmax and oscarmax: sparse attention that fuses weights into groups.
+
+Both are regularized maxes ``argmin_{p in simplex} 1/2 ||p - z||^2 + alpha *
+penalty(p)`` (Niculae 2018, sec. 3.5). By Prop. 3.3 of the thesis they are
+computed without iterations as the simplex projection of a prox: 1-D total
+variation for fusedmax, OSCAR for oscarmax. The backward pass chains the
+sparsemax Jacobian of the projection with the group-averaging Jacobian of the
+prox (Prop. 3.4), using only the output ``p`` and the prox groups.
+"""
+
+import numpy as np
+
+from ..utils._validation import (
+    as_float_rows,
+    check_positive_scalar,
+    check_same_rows,
+    check_scores,
+    restore_shape,
+)
+from ._oscar_fast import prox_oscar_rows, signed_group_average_rows
+from ._simplex_fast import project_simplex_rows, sparsemax_backward_rows
+from ._tv_fast import prox_tv1d_rows
+
+__all__ = ["fusedmax", "fusedmax_backward", "oscarmax", "oscarmax_backward"]
+
+
+def _project_prox(prox_rows, z, alpha, return_groups):
+    alpha = check_positive_scalar(alpha, "alpha", allow_zero=True)
+    # The prox couples entries (neighbours for TV, every pair for OSCAR): an
+    # entry of -inf would drag the others to -inf rather than mask itself, so
+    # masks are not supported and -inf is reported as an error.
+    z_rows, was_1d = check_scores(z, "z", allow_neg_inf=False)
+    x = np.empty_like(z_rows)
+    groups = np.empty(z_rows.shape, dtype=np.int64)
+    prox_rows(z_rows, alpha, x, groups)
+    p = np.empty_like(z_rows)
+    project_simplex_rows(x, 1.0, p)
+    if return_groups:
+        return restore_shape(p, was_1d), restore_shape(groups, was_1d)
+    return restore_shape(p, was_1d)
+
+
+def _check_groups(groups, p_rows):
+    """Validate the group labels returned by a forward pass."""
+    arr = np.asarray(groups)
+    if not (np.issubdtype(arr.dtype, np.integer) or arr.size == 0):
+        raise ValueError(
+            f"groups must be an integer array (as returned by the forward pass "
+            f"with return_groups=True), got dtype {arr.dtype}."
+        )
+    rows = np.ascontiguousarray(
+        arr.reshape(1, -1) if arr.ndim == 1 else arr, dtype=np.int64
+    )
+    check_same_rows(p_rows, rows, "p", "groups")
+    too_big = np.abs(rows) > rows.shape[1]
+    if too_big.any():
+        r, c = (int(v) for v in np.argwhere(too_big)[0])
+        raise ValueError(
+            f"groups has label {rows[r, c]} at row {r}, position {c}; labels "
+            f"of a row of length {rows.shape[1]} lie in [-{rows.shape[1]}, "
+            f"{rows.shape[1]}]."
+        )
+    return rows
+
+
+def _backward(p, groups, dp):
+    p_rows, was_1d = as_float_rows(p, "p")
+    dp_rows, _ = check_scores(dp, "dp", allow_neg_inf=False)
+    check_same_rows(p_rows, dp_rows, "p", "dp")
+    group_rows = _check_groups(groups, p_rows)
+    # dz = J_prox^T J_P^T dp: the projection's (sparsemax) Jacobian first,
+    # with support p > 0, then the prox's group averaging.
+    g = np.empty_like(p_rows)
+    sparsemax_backward_rows(p_rows, dp_rows, 1.0, g)
+    out = np.empty_like(p_rows)
+    signed_group_average_rows(group_rows, g, out)
+    return restore_shape(out, was_1d)
+
+
+def fusedmax(z, alpha=0.1, return_groups=False):
+    """Fusedmax: sparse attention favouring contiguous segments of equal weight.
+
+    ``argmin_{p in simplex} 1/2 ||p - z||^2 + alpha * sum_i |p[i+1] - p[i]|``
+    (Niculae & Blondel 2017; Niculae 2018, sec. 3.5), computed exactly as the
+    simplex projection of :func:`prox_tv1d` ``(z, alpha)``.
+
+    Parameters
+    ----------
+    z : array-like of shape (d,) or (n_rows, d)
+        Finite scores, in sequence order; applied to every row of a 2-D array.
+        float32 input is computed in float64. ``-inf`` masks are not supported
+        (raise ValueError): the penalty couples neighbours, so a masked entry
+        has no well-defined effect on them; drop masked entries instead.
+    alpha : float, default=0.1
+        Strength of the fusion (``>= 0``); 0 gives :func:`sparsemax`. The
+        default is the thesis' recommended value.
+    return_groups : bool, default=False
+        Also return the segments of the prox, needed by
+        :func:`fusedmax_backward`.
+
+    Returns
+    -------
+    p : ndarray of the shape of ``z``, float64
+        Rows on the probability simplex.
+    groups : ndarray of the shape of ``z``, int64
+        Only if ``return_groups``: positive labels of the segments of the
+        prox output (see :func:`prox_tv1d`).
+
+    See Also
+    --------
+    fusedmax_backward : the backward pass.
+    oscarmax : fuses entries regardless of their positions.
+
+    Examples
+    --------
+    >>> from sksparse_struct.mappings import fusedmax
+    >>> p, groups = fusedmax([1.0, 1.1, 0.9, -1.0], alpha=0.1, return_groups=True)
+    >>> p.round(3).tolist(), groups.tolist()
+    ([0.367, 0.367, 0.267, 0.0], [1, 1, 2, 3])
+    """
+    return _project_prox(prox_tv1d_rows, z, alpha, return_groups)
+
+
+def oscarmax(z, alpha=0.01, return_groups=False):
+    """Oscarmax: sparse attention favouring clusters of equal weight.
+
+    ``argmin_{p in simplex} 1/2 ||p - z||^2 + alpha * sum_{i<j} max(|p_i|, |p_j|)``
+    (Niculae & Blondel 2017; Niculae 2018, sec. 3.5), computed exactly as the
+    simplex projection of :func:`prox_oscar` ``(z, alpha)``.
+
+    Parameters
+    ----------
+    z : array-like of shape (d,) or (n_rows, d)
+        Finite scores; applied to every row of a 2-D array. ``-inf`` masks are
+        not supported (raise ValueError): the penalty couples all entries.
+    alpha : float, default=0.01
+        Strength of the clustering (``>= 0``); 0 gives :func:`sparsemax`. The
+        default is the thesis' recommended value.
+    return_groups : bool, default=False
+        Also return the signed groups of the prox, needed by
+        :func:`oscarmax_backward` (see :func:`prox_oscar`).
+
+    Returns
+    -------
+    p : ndarray of the shape of ``z``, float64
+    groups : ndarray of the shape of ``z``, int64
+        Only if ``return_groups``.
+
+    See Also
+    --------
+    oscarmax_backward : the backward pass.
+    fusedmax : fuses contiguous entries only.
+
+    Examples
+    --------
+    >>> from sksparse_struct.mappings import oscarmax
+    >>> oscarmax([1.0, 0.2, 1.05, -1.0], alpha=0.1).round(3).tolist()
+    [0.5, 0.0, 0.5, 0.0]
+    """
+    return _project_prox(prox_oscar_rows, z, alpha, return_groups)
+
+
+def fusedmax_backward(p, groups, dp):
+    """Backward pass of :func:`fusedmax`: ``J^T dp`` from the forward output.
+
+    ``J = J_prox J_P`` by the chain rule (Niculae 2018, Prop. 3.4), with
+    ``J_P`` the sparsemax Jacobian on the support of ``p`` and ``J_prox`` the
+    average over each segment of ``groups``. Both factors are symmetric, so
+    ``J dp`` is obtained by applying them in the opposite order; this function
+    returns ``J^T dp`` (the gradient with respect to ``z``). O(d) per row.
+
+    Parameters
+    ----------
+    p : array-like of shape (d,) or (n_rows, d)
+        Output of :func:`fusedmax`.
+    groups : array-like of int of the shape of ``p``
+        The groups returned by ``fusedmax(z, alpha, return_groups=True)``.
+    dp : array-like of the shape of ``p``
+        Gradient of a loss with respect to ``p``.
+
+    Returns
+    -------
+    dz : ndarray of the shape of ``p``
+
+    Examples
+    --------
+    >>> from sksparse_struct.mappings import fusedmax, fusedmax_backward
+    >>> p, groups = fusedmax([1.0, 1.1, 0.9, -1.0], alpha=0.1, return_groups=True)
+    >>> fusedmax_backward(p, groups, [1.0, 0.0, 0.0, 0.0]).round(3).tolist()
+    [0.167, 0.167, -0.333, 0.0]
+    """
+    return _backward(p, groups, dp)
+
+
+def oscarmax_backward(p, groups, dp):
+    """Backward pass of :func:`oscarmax`: ``J^T dp`` from the forward output.
+
+    ``J = J_prox J_P`` (Niculae 2018, Prop. 3.4): the sparsemax Jacobian on
+    the support of ``p``, then the signed average over each group of equal
+    ``|prox|`` (rows with label 0 are zero). O(d) per row.
+
+    Parameters
+    ----------
+    p : array-like of shape (d,) or (n_rows, d)
+        Output of :func:`oscarmax`.
+    groups : array-like of int of the shape of ``p``
+        The groups returned by ``oscarmax(z, alpha, return_groups=True)``.
+    dp : array-like of the shape of ``p``
+        Gradient of a loss with respect to ``p``.
+
+    Returns
+    -------
+    dz : ndarray of the shape of ``p``
+
+    Examples
+    --------
+    >>> from sksparse_struct.mappings import oscarmax, oscarmax_backward
+    >>> p, groups = oscarmax([1.0, 0.5, 0.2], alpha=0.01, return_groups=True)
+    >>> oscarmax_backward(p, groups, [1.0, 0.0, 0.0]).round(3).tolist()
+    [0.5, -0.5, 0.0]
+    """
+    return _backward(p, groups, dp)
