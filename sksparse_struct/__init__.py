@@ -13,5 +13,6 @@ datasets
 """
 
 from ._version import __version__
+from .linear_model import FenchelYoungClassifier
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "FenchelYoungClassifier"]

@@ -1,0 +1,417 @@
+"""Linear multiclass classifier trained with a Fenchel-Young loss."""
+
+import sys
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.optimize import minimize
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import compute_class_weight
+from sklearn.utils.multiclass import check_classification_targets, unique_labels
+from sklearn.utils.validation import check_is_fitted
+
+from ..losses._classification import (
+    SMOOTH_LOSS_NAMES,
+    _loss_rows,
+    fenchel_young_predict_proba,
+)
+from ..utils._sklearn_compat import (
+    Interval,
+    StrOptions,
+    _check_sample_weight,
+    _fit_context,
+    validate_data,
+)
+
+__all__ = ["FenchelYoungClassifier"]
+
+# Losses the estimator accepts: the smooth ones, whose objective L-BFGS-B
+# minimises reliably. The piecewise-linear losses of
+# `sksparse_struct.losses` are left out on purpose: the perceptron loss is
+# zero at W = 0 and positively homogeneous, so with an L2 penalty its
+# minimiser is W = 0; the hinge loss makes the objective non-differentiable
+# exactly where L-BFGS-B starts (W = 0, all scores tied) and its line search
+# fails there. They need a dedicated solver (e.g. dual coordinate ascent).
+_ESTIMATOR_LOSSES = SMOOTH_LOSS_NAMES
+
+
+def _objective(w, X, targets, sample_weight, loss, temperature, alpha, fit_intercept):
+    """Objective of the estimator and its gradient, for L-BFGS-B.
+
+    ``w`` is the flattened ``(n_features, n_classes)`` weight matrix followed
+    by the intercepts (when fitted); ``sample_weight`` is already divided by
+    its sum.
+    """
+    n_features, n_classes = X.shape[1], targets.shape[1]
+    n_coef = n_features * n_classes
+    W = w[:n_coef].reshape(n_features, n_classes)
+    scores = np.asarray(X @ W)
+    if fit_intercept:
+        scores = scores + w[n_coef:]
+    values, grad_scores = _loss_rows(
+        np.ascontiguousarray(scores), targets, loss, temperature
+    )
+    value = values @ sample_weight + 0.5 * alpha * (w[:n_coef] @ w[:n_coef])
+    grad_scores *= sample_weight[:, np.newaxis]
+    grad = np.empty_like(w)
+    grad[:n_coef] = np.asarray(X.T @ grad_scores).ravel() + alpha * w[:n_coef]
+    if fit_intercept:
+        grad[n_coef:] = grad_scores.sum(axis=0)
+    return value, grad
+
+
+class FenchelYoungClassifier(ClassifierMixin, BaseEstimator):
+    """Linear multiclass classifier trained with a Fenchel-Young loss.
+
+    With scores ``theta_i = W^T x_i + b`` (one per class), the model minimises
+    the penalised empirical risk
+
+    .. math::
+
+        \\frac{1}{\\sum_i s_i} \\sum_i s_i \\, L(\\theta_i; e_{y_i})
+        + \\frac{\\alpha}{2} \\|W\\|_F^2
+
+    where ``L`` is the Fenchel-Young loss selected by ``loss`` (see
+    :func:`sksparse_struct.losses.fenchel_young_loss`), ``s_i`` is the sample
+    weight times the class weight of sample ``i``, and the intercepts ``b``
+    are not penalised. It is solved with scipy's L-BFGS-B on dense or sparse
+    ``X``. Normalising by the total weight makes integer sample weights
+    equivalent to repeating samples. With ``loss="softmax"`` this is
+    multinomial logistic regression: scikit-learn's ``LogisticRegression(C)``
+    with the multinomial loss solves the same problem for
+    ``alpha = 1 / (C * sum(sample_weight))``.
+
+    Binary problems are fitted with two score columns like any other; since
+    every Fenchel-Young loss only depends on score differences, the model is
+    then reported the scikit-learn way: ``coef_`` of shape ``(1, n_features)``
+    and ``intercept_`` of shape ``(1,)`` hold ``w_1 - w_0`` and ``b_1 - b_0``,
+    and ``decision_function`` returns one score per sample, positive for
+    ``classes_[1]``. (The penalty then amounts to ``alpha / 4 *
+    ||w_1 - w_0||^2``.)
+
+    Parameters
+    ----------
+    loss : {"sparsemax", "softmax", "entmax15"}, default="sparsemax"
+        The Fenchel-Young loss. ``"softmax"`` is the multinomial logistic
+        loss; ``"sparsemax"`` and ``"entmax15"`` give sparse probability
+        estimates (exact zeros for unlikely classes). All three are
+        differentiable, so ``predict_proba`` is always available. The
+        piecewise-linear ``"perceptron"`` and ``"hinge"`` losses of
+        :func:`~sksparse_struct.losses.fenchel_young_loss` are not offered:
+        with an L2 penalty the perceptron loss is minimised by ``W = 0``, and
+        the hinge loss is not differentiable, which L-BFGS-B cannot handle.
+    alpha : float, default=1e-4
+        Strength of the L2 penalty on the weights (not on the intercepts).
+        ``alpha=0`` is allowed but may not converge on separable data.
+    fit_intercept : bool, default=True
+        Whether to fit one unpenalised intercept per class.
+    temperature : float, default=1.0
+        Scale of the loss's regularizer ``Omega`` (Prop. 6.1.4: ``L_{t Omega}
+        (theta) = t L_Omega(theta / t)``), so it trades off against the
+        scale of the weights and hence ``alpha``: at a fixed ``alpha``, larger
+        values give smoother (denser) probability estimates.
+    max_iter : int, default=500
+        Maximum number of L-BFGS-B iterations.
+    tol : float, default=1e-6
+        L-BFGS-B stops when the largest entry of the objective's gradient
+        falls below ``tol`` (``gtol``), or when the objective stops
+        decreasing to machine precision.
+    class_weight : dict, "balanced" or None, default=None
+        Weights multiplying the sample weights of each class: ``{label:
+        weight}``, or ``"balanced"`` for ``n_samples / (n_classes *
+        np.bincount(y))``.
+    warm_start : bool, default=False
+        Start from the previous solution when refitting on data with the same
+        classes and number of features (otherwise from zero).
+    verbose : int, default=0
+        If positive, write the objective at every ``verbose``-th iteration
+        to standard output.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    coef_ : ndarray of shape (n_classes, n_features) or (1, n_features)
+        Weights (rows: classes); one row ``w_1 - w_0`` for binary problems.
+    intercept_ : ndarray of shape (n_classes,) or (1,)
+        Intercepts (zeros when ``fit_intercept=False``).
+    n_iter_ : int
+        Number of L-BFGS-B iterations of the last fit.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features, when ``X`` had string column names.
+
+    See Also
+    --------
+    sksparse_struct.losses.fenchel_young_loss : the losses.
+    sklearn.linear_model.LogisticRegression : the ``"softmax"`` case.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sksparse_struct import FenchelYoungClassifier
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [3.0, 0.0], [3.0, 1.0],
+    ...               [0.0, 4.0], [1.0, 4.0]])
+    >>> y = ["a", "a", "b", "b", "c", "c"]
+    >>> clf = FenchelYoungClassifier(loss="sparsemax", alpha=0.01).fit(X, y)
+    >>> clf.predict([[0.0, 0.5], [4.0, 0.0]]).tolist()
+    ['a', 'b']
+    >>> clf.predict_proba([[4.0, 0.0]]).round(3).tolist()
+    [[0.0, 1.0, 0.0]]
+    """
+
+    _parameter_constraints: dict = {
+        "loss": [StrOptions(set(_ESTIMATOR_LOSSES))],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "fit_intercept": ["boolean"],
+        "temperature": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+        "warm_start": ["boolean"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        loss="sparsemax",
+        alpha=1e-4,
+        *,
+        fit_intercept=True,
+        temperature=1.0,
+        max_iter=500,
+        tol=1e-6,
+        class_weight=None,
+        warm_start=False,
+        verbose=0,
+    ):
+        self.loss = loss
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.temperature = temperature
+        self.max_iter = max_iter
+        self.tol = tol
+        self.class_weight = class_weight
+        self.warm_start = warm_start
+        self.verbose = verbose
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit the model by L-BFGS-B.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data; CSR and CSC matrices are used without densifying.
+        y : array-like of shape (n_samples,)
+            Class labels (at least two distinct classes).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights; ``None`` means all ones.
+
+        Returns
+        -------
+        self : FenchelYoungClassifier
+            The fitted estimator.
+        """
+        previous = self._previous_solution() if self.warm_start else None
+        X, y = validate_data(
+            self, X, y, accept_sparse=["csr", "csc"], dtype=np.float64
+        )
+        check_classification_targets(y)
+        unique_labels(y)  # a clear ValueError for mixed label types
+        encoder = LabelEncoder().fit(y)
+        classes = encoder.classes_
+        y_ind = encoder.transform(y)
+        n_samples, n_features = X.shape
+        n_classes = len(classes)
+        if n_classes < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs samples of at least 2 classes; "
+                f"got 1 class ({classes[0]!r})."
+            )
+
+        sample_weight = _check_sample_weight(
+            sample_weight, X, dtype=np.float64, ensure_non_negative=True
+        )
+        sample_weight = sample_weight * compute_class_weight(
+            self.class_weight, classes=classes, y=y
+        )[y_ind]
+        class_mass = np.bincount(y_ind, weights=sample_weight, minlength=n_classes)
+        if np.count_nonzero(class_mass > 0) < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs positive total weight on at least 2 "
+                f"classes; the sample and class weights leave "
+                f"{np.count_nonzero(class_mass > 0)} class with positive weight."
+            )
+        sample_weight = sample_weight / sample_weight.sum()
+
+        targets = np.zeros((n_samples, n_classes))
+        targets[np.arange(n_samples), y_ind] = 1.0
+
+        n_coef = n_features * n_classes
+        w0 = np.zeros(n_coef + (n_classes if self.fit_intercept else 0))
+        if previous is not None:
+            prev_classes, W_prev, b_prev = previous
+            if (
+                len(prev_classes) == n_classes
+                and np.array_equal(prev_classes, classes)
+                and W_prev.shape[0] == n_features
+            ):
+                w0[:n_coef] = W_prev.ravel()
+                if self.fit_intercept:
+                    w0[n_coef:] = b_prev
+
+        args = (
+            X,
+            targets,
+            sample_weight,
+            self.loss,
+            float(self.temperature),
+            float(self.alpha),
+            self.fit_intercept,
+        )
+        callback = None
+        if self.verbose:
+            callback = self._progress_callback()
+        result = minimize(
+            _objective,
+            w0,
+            args=args,
+            jac=True,
+            method="L-BFGS-B",
+            callback=callback,
+            options={
+                "maxiter": self.max_iter,
+                "gtol": self.tol,
+                # Stop on relative decrease at machine precision only, so that
+                # `tol` on the gradient is what ends a normal run.
+                "ftol": 64 * np.finfo(np.float64).eps,
+                "maxls": 50,
+            },
+        )
+        if result.status != 0:
+            reason = (
+                f"it reached max_iter={self.max_iter} iterations; increase "
+                "max_iter or tol, or scale the features"
+                if result.status == 1
+                else f"L-BFGS-B stopped early: {result.message}"
+            )
+            warnings.warn(
+                f"{type(self).__name__} did not converge: {reason} (objective "
+                f"{result.fun:.6g}, gradient max-norm "
+                f"{np.max(np.abs(result.jac)):.3g} > tol={self.tol}).",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+
+        W = result.x[:n_coef].reshape(n_features, n_classes)
+        b = result.x[n_coef:] if self.fit_intercept else np.zeros(n_classes)
+        if n_classes == 2:
+            self.coef_ = (W[:, 1] - W[:, 0])[np.newaxis, :]
+            self.intercept_ = np.array([b[1] - b[0]])
+        else:
+            self.coef_ = np.ascontiguousarray(W.T)
+            self.intercept_ = np.array(b, dtype=np.float64)
+        self.classes_ = classes
+        self.n_iter_ = int(result.nit)
+        return self
+
+    def _previous_solution(self):
+        """``(classes, W (n_features, n_classes), b)`` of the last fit, or None."""
+        if not hasattr(self, "coef_"):
+            return None
+        if len(self.classes_) == 2:
+            # The two-column optimum is symmetric: the penalty is smallest for
+            # w_0 = -d / 2, w_1 = d / 2 given the difference d.
+            d = self.coef_[0]
+            W = np.column_stack([-0.5 * d, 0.5 * d])
+            b = np.array([-0.5, 0.5]) * self.intercept_[0]
+        else:
+            W = self.coef_.T
+            b = self.intercept_
+        return self.classes_, W, b
+
+    def _progress_callback(self):
+        every = max(int(self.verbose), 1)
+        state = {"iteration": 0}
+
+        def callback(intermediate_result):
+            state["iteration"] += 1
+            if state["iteration"] % every == 0:
+                sys.stdout.write(
+                    f"[{type(self).__name__}] iteration {state['iteration']}: "
+                    f"objective {intermediate_result.fun:.10g}\n"
+                )
+                sys.stdout.flush()
+
+        return callback
+
+    def decision_function(self, X):
+        """Class scores ``X W + b``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples, n_classes) or (n_samples,)
+            For binary problems, ``theta_1 - theta_0``: positive values
+            predict ``classes_[1]``.
+        """
+        check_is_fitted(self)
+        X = validate_data(
+            self, X, accept_sparse=["csr", "csc"], dtype=np.float64, reset=False
+        )
+        scores = np.asarray(X @ self.coef_.T) + self.intercept_
+        return scores[:, 0] if len(self.classes_) == 2 else scores
+
+    def _full_scores(self, X):
+        """One score per class, also for binary problems (``[0, theta_1 - theta_0]``)."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            # Every loss's prediction only depends on score differences.
+            scores = np.column_stack([np.zeros_like(scores), scores])
+        return scores
+
+    def predict(self, X):
+        """Predict the class of each sample: the one with the largest score.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Labels from ``classes_``; ties go to the first class.
+        """
+        return self.classes_[np.argmax(self._full_scores(X), axis=1)]
+
+    def predict_proba(self, X):
+        """Probability estimates: the loss's mapping applied to the scores.
+
+        Sparsemax and 1.5-entmax give exact zeros to unlikely classes;
+        softmax is always dense.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            Rows sum to 1; columns follow ``classes_``.
+        """
+        return fenchel_young_predict_proba(
+            self._full_scores(X), loss=self.loss, temperature=self.temperature
+        )
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
