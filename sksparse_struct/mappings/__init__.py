@@ -8,7 +8,11 @@ symmetric (each mapping is the gradient of a convex function), so the same
 function also gives Jacobian-vector products.
 """
 
+from ._capped_simplex import project_capped_simplex
+from ._csoftmax import csoftmax, csoftmax_backward
+from ._csparsemax import csparsemax, csparsemax_backward
 from ._entmax import entmax15, entmax15_backward
+from ._fertility import fertility_attention, fertility_attention_backward
 from ._fusedmax import fusedmax, fusedmax_backward, oscarmax, oscarmax_backward
 from ._prox import prox_oscar, prox_tv1d
 from ._regularized_max import regularized_max, regularizer
@@ -16,6 +20,13 @@ from ._softmax import softmax, softmax_backward
 from ._sparsemax import project_simplex, sparsemax, sparsemax_backward
 
 __all__ = [
+    "project_capped_simplex",
+    "csoftmax",
+    "csoftmax_backward",
+    "csparsemax",
+    "csparsemax_backward",
+    "fertility_attention",
+    "fertility_attention_backward",
     "fusedmax",
     "fusedmax_backward",
     "oscarmax",
