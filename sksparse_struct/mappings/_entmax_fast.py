@@ -3,9 +3,12 @@
 1.5-entmax of a score vector ``x`` is ``p = [(x / 2 - tau)_+]^2`` with the
 threshold ``tau`` such that ``sum(p) == 1`` (Peters, Niculae & Martins 2019).
 With ``s = x / 2`` shifted so that ``max(s) == 0``, the largest probability
-is ``tau**2 <= 1``, hence ``-1 <= tau``: only entries with ``s > -1`` can be
-in the support. The kernels sort just those candidates (usually a small
-fraction of the row) and find ``tau`` exactly from running sums.
+is ``tau**2 <= 1``, hence ``tau >= -1``: only entries with ``s > -1`` can be
+in the support. The kernels collect those candidates in one pass, prune them
+with a few Newton steps on ``F(tau) = sum((s - tau)_+^2) - 1`` (convex and
+decreasing, so Newton from the left gives increasing lower bounds on the
+threshold), sort the few survivors and find ``tau`` exactly from running sums
+over the sorted prefix.
 
 No validation happens here: callers pass C-contiguous float64 arrays whose
 rows contain finite values or -inf (masked entries) and at least one finite
@@ -16,23 +19,36 @@ import numpy as np
 
 from ..utils._numba import njit
 
+# Candidates within this distance below a Newton lower bound are kept, so that
+# rounding in the bound can never drop an entry of the support.
+_PRUNE_MARGIN = 1e-10
+
 
 @njit
-def entmax15_threshold(s, buf):
-    """Threshold ``tau`` and support size for ``s`` with ``max(s) == 0``.
+def _sort_small(a):
+    """Sort a 1-D array in place; insertion sort for the short arrays we meet."""
+    n = a.shape[0]
+    if n > 24:
+        a.sort()
+        return
+    for i in range(1, n):
+        v = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > v:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = v
 
-    ``buf`` is scratch space of at least ``len(s)`` entries. With the ``k``
-    largest entries in the support, ``sum_{i<=k} (s_i - tau)^2 == 1`` is a
-    quadratic in ``tau``; its smaller root is kept while it stays below the
-    ``k``-th largest entry.
+
+@njit
+def entmax15_threshold_sorted(cand):
+    """Exact threshold from candidates sorted ascending, all in (-1, 0].
+
+    With the ``k`` largest entries in the support, ``sum_{i<=k} (s_i - tau)^2
+    == 1`` is a quadratic in ``tau``; its smaller root is kept while it stays
+    below the ``k``-th largest entry. Returns ``(tau, k)``.
     """
-    c = 0
-    for j in range(s.shape[0]):
-        if s[j] > -1.0:
-            buf[c] = s[j]
-            c += 1
-    cand = buf[:c]
-    cand.sort()
+    c = cand.shape[0]
     total = 0.0
     total_sq = 0.0
     tau = -1.0
@@ -58,32 +74,75 @@ def entmax15_threshold(s, buf):
 
 
 @njit
+def entmax15_row(z, half_inv_temp, buf, out):
+    """out = entmax15(z / temperature) for one row; returns the support size.
+
+    ``half_inv_temp`` is ``0.5 / temperature``; ``buf`` is scratch space of at
+    least ``len(z)`` entries.
+    """
+    d = z.shape[0]
+    width = 1.0 / half_inv_temp
+    # One pass: running max and the entries above (running max - width); the
+    # running max only grows, so this keeps a superset of the candidates.
+    m = -np.inf
+    c = 0
+    for j in range(d):
+        v = z[j]
+        if v > m:
+            m = v
+        if v > m - width:
+            buf[c] = v
+            c += 1
+    c_new = 0
+    for j in range(c):
+        s = (buf[j] - m) * half_inv_temp
+        if s > -1.0:
+            buf[c_new] = s
+            c_new += 1
+    c = c_new
+    tau = -1.0
+    for _ in range(64):
+        f = -1.0
+        g = 0.0
+        for j in range(c):
+            v = buf[j] - tau
+            if v > 0.0:
+                f += v * v
+                g += v
+        if f <= 0.0 or g <= 0.0:
+            break
+        tau += 0.5 * f / g
+        bound = tau - _PRUNE_MARGIN
+        c_new = 0
+        for j in range(c):
+            v = buf[j]
+            if v > bound:
+                buf[c_new] = v
+                c_new += 1
+        if c_new == c:
+            break
+        c = c_new
+    cand = buf[:c]
+    _sort_small(cand)
+    tau, k = entmax15_threshold_sorted(cand)
+    total = 0.0
+    for j in range(c - k, c):
+        v = cand[j] - tau
+        total += v * v
+    # tau is exact up to rounding; dividing by the total makes rows sum to one.
+    inv_total = 1.0 / total
+    for j in range(d):
+        v = (z[j] - m) * half_inv_temp - tau
+        out[j] = v * v * inv_total if v > 0.0 else 0.0
+    return k
+
+
+@njit
 def entmax15_rows(z, half_inv_temp, out):
     """out[i] = entmax15(z[i] / temperature), with half_inv_temp = 0.5 / temperature."""
-    n, d = z.shape
-    s = np.empty(d)
-    buf = np.empty(d)
-    for i in range(n):
-        m = -np.inf
-        for j in range(d):
-            if z[i, j] > m:
-                m = z[i, j]
-        for j in range(d):
-            s[j] = (z[i, j] - m) * half_inv_temp
-        tau, _ = entmax15_threshold(s, buf)
-        total = 0.0
-        for j in range(d):
-            v = s[j] - tau
-            if v > 0.0:
-                v = v * v
-                out[i, j] = v
-                total += v
-            else:
-                out[i, j] = 0.0
-        # tau is exact up to rounding; renormalise so rows sum to one.
-        inv_total = 1.0 / total
-        for j in range(d):
-            out[i, j] *= inv_total
+    buf = np.empty(z.shape[1])
+    for i in range(z.shape[0]):
+        entmax15_row(z[i], half_inv_temp, buf, out[i])
 
 
 @njit

@@ -19,7 +19,7 @@ from ..utils._validation import (
 )
 from ._entmax_fast import entmax15_rows
 from ._simplex_fast import project_simplex_rows
-from ._softmax_fast import logsumexp_rows, softmax_rows
+from ._softmax import _logsumexp_rows, _softmax_rows
 
 __all__ = ["regularized_max", "regularizer", "MAPPING_NAMES"]
 
@@ -41,9 +41,7 @@ def _no_params(name, params):
 
 def _softmax_forward(z_rows, temperature, params):
     _no_params("softmax", params)
-    out = np.empty_like(z_rows)
-    softmax_rows(z_rows, 1.0 / temperature, out)
-    return out
+    return _softmax_rows(z_rows, 1.0 / temperature)
 
 
 def _sparsemax_forward(z_rows, temperature, params):
@@ -168,9 +166,7 @@ def regularized_max(z, mapping="sparsemax", temperature=1.0, **params):
     if mapping == "softmax":
         # Closed form temperature * logsumexp(z / temperature): exact even
         # where p underflows to 0 and p log p would lose the tail.
-        values = np.empty(z_rows.shape[0])
-        logsumexp_rows(z_rows, 1.0 / temperature, values)
-        values *= temperature
+        values = temperature * _logsumexp_rows(z_rows, 1.0 / temperature)
     else:
         # Masked entries have p == 0; keep -inf * 0 out of the dot product.
         z_safe = np.where(np.isneginf(z_rows), 0.0, z_rows)

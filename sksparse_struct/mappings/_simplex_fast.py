@@ -2,6 +2,15 @@
 
 No validation happens here: callers pass C-contiguous float64 arrays whose
 rows contain finite values or -inf (masked entries), never NaN or +inf.
+
+The threshold ``tau`` of the projection onto ``{p >= 0, sum p = radius}``
+satisfies ``tau >= max(z) - radius`` (the largest coordinate of the projection
+is at most ``radius``), so entries ``<= max(z) - radius`` are never in the
+support. The fast kernels keep only the entries above that bound, prune them
+further with Michelot's fixed point, and sort the few survivors: O(d)
+expected in practice. They accumulate the same sorted prefix as the full sort
+and give bitwise the same result. :func:`simplex_threshold_sort` keeps the plain sort-based algorithm
+as a reference for the tests.
 """
 
 import numpy as np
@@ -10,8 +19,8 @@ from ..utils._numba import njit
 
 
 @njit
-def simplex_threshold(z, radius):
-    """Threshold tau with sum(max(z - tau, 0)) == radius, and the support size.
+def simplex_threshold_sort(z, radius):
+    """Reference: threshold and support size by sorting the whole vector.
 
     Sort-based (Held et al. 1974): the support is the longest prefix of the
     sorted scores whose entries stay above the running threshold. Entries equal
@@ -36,13 +45,111 @@ def simplex_threshold(z, radius):
 
 
 @njit
+def sort_small(a):
+    """Sort a 1-D array in place; insertion sort for the short arrays we meet."""
+    n = a.shape[0]
+    if n > 24:
+        a.sort()
+        return
+    for i in range(1, n):
+        v = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > v:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = v
+
+
+@njit
+def simplex_threshold_buf(z, radius, buf):
+    """Threshold ``tau`` with ``sum(max(z - tau, 0)) == radius``, and the support size.
+
+    ``buf`` is scratch space of at least ``len(z)`` entries. Candidates above
+    ``max(z) - radius`` are copied there, pruned by Michelot's fixed point
+    (``(sum(S) - radius) / |S|`` is a lower bound on ``tau`` for any superset
+    ``S`` of the support), then the few survivors are sorted and scanned
+    exactly like the sort-based algorithm.
+    """
+    d = z.shape[0]
+    # One pass: running max, and every entry above (running max - radius).
+    # The running max only grows, so this keeps a superset of the candidates.
+    m = -np.inf
+    c = 0
+    for j in range(d):
+        v = z[j]
+        if v > m:
+            m = v
+        if v > m - radius:
+            buf[c] = v
+            c += 1
+    lower = m - radius
+    c_new = 0
+    total = 0.0
+    for j in range(c):
+        v = buf[j]
+        if v > lower:
+            buf[c_new] = v
+            total += v
+            c_new += 1
+    c = c_new
+    # Safety margin against rounding in the running sums: keeping a few
+    # extra candidates costs nothing, dropping a support entry would.
+    margin = 1e-9 * (abs(m) + radius)
+    for _ in range(64):
+        bound = (total - radius) / c - margin
+        c_new = 0
+        total = 0.0
+        for j in range(c):
+            v = buf[j]
+            if v > bound:
+                buf[c_new] = v
+                total += v
+                c_new += 1
+        if c_new == c:
+            break
+        c = c_new
+    cand = buf[:c]
+    sort_small(cand)
+    cumsum = 0.0
+    tau = lower
+    k = 0
+    for j in range(c - 1, -1, -1):  # descending
+        cumsum += cand[j]
+        t = (cumsum - radius) / (k + 1)
+        if cand[j] > t:
+            tau = t
+            k += 1
+        else:
+            break
+    return tau, k
+
+
+@njit
+def simplex_threshold(z, radius):
+    """Threshold ``tau`` with ``sum(max(z - tau, 0)) == radius``, and the support size.
+
+    Entries equal to -inf are never in the support.
+    """
+    buf = np.empty(z.shape[0])
+    return simplex_threshold_buf(z, radius, buf)
+
+
+@njit
+def project_simplex_row(z, radius, buf, out):
+    """out = argmin_{p >= 0, sum p = radius} ||p - z||^2 for one row; returns the support size."""
+    tau, k = simplex_threshold_buf(z, radius, buf)
+    for j in range(z.shape[0]):
+        v = z[j] - tau
+        out[j] = v if v > 0.0 else 0.0
+    return k
+
+
+@njit
 def project_simplex_rows(z, radius, out):
     """out[i] = argmin_{p >= 0, sum p = radius} ||p - z[i]||^2 for each row."""
+    buf = np.empty(z.shape[1])
     for i in range(z.shape[0]):
-        tau, _ = simplex_threshold(z[i], radius)
-        for j in range(z.shape[1]):
-            v = z[i, j] - tau
-            out[i, j] = v if v > 0.0 else 0.0
+        project_simplex_row(z[i], radius, buf, out[i])
 
 
 @njit
