@@ -5,7 +5,7 @@
 entries at their bound are those with the largest ``exp(z_i) / u_i``, so
 after sorting the keys ``z_i - log(u_i)`` in decreasing order the clamped
 set is a prefix. Everything is done in log space: the normaliser of the
-unclamped suffix is a suffix log-sum-exp, so scores of +-1e6 neither
+unclamped suffix is kept as a (max, scaled sum) pair, so scores of +-1e6 neither
 overflow nor cancel.
 
 No validation happens here: callers pass C-contiguous float64 arrays, scores
@@ -23,22 +23,32 @@ def csoftmax_row(z, u, out):
     d = z.shape[0]
     idx = np.empty(d, dtype=np.int64)
     keys = np.empty(d)
+    top = -np.inf
+    for i in range(d):
+        if z[i] > top:
+            top = z[i]
     m = 0
     for i in range(d):
         out[i] = 0.0  # masked entries stay at 0
         if z[i] == -np.inf:
             continue
         idx[m] = i
-        # u = 0 gives key +inf: clamped (to 0) before anything else.
-        keys[m] = np.inf if u[i] == 0.0 else z[i] - np.log(u[i])
+        # u = 0 gives key +inf: clamped (to 0) before anything else. Keys are
+        # taken relative to the top score so that log(u) is not lost next to
+        # a score of 1e6.
+        keys[m] = np.inf if u[i] == 0.0 else (z[i] - top) - np.log(u[i])
         m += 1
     order = np.argsort(-keys[:m])  # decreasing key
     sorted_idx = np.empty(m, dtype=np.int64)
     for k in range(m):
         sorted_idx[k] = idx[order[k]]
 
-    # lse[k] = log sum_{k' >= k} exp(z[sorted_idx[k']]), stable running form.
-    lse = np.empty(m)
+    # Suffix normalisers as (max, sum of exp(z - max)) pairs: probabilities
+    # are then exp(z_i - smax[k]) / ssum[k], where z_i - smax[k] is a
+    # difference of two scores (exact when they are close), so nothing is
+    # lost to the magnitude of the scores.
+    smax = np.empty(m)
+    ssum = np.empty(m)
     run_max = -np.inf
     run_sum = 0.0
     for k in range(m - 1, -1, -1):
@@ -48,7 +58,8 @@ def csoftmax_row(z, u, out):
             run_max = v
         else:
             run_sum += np.exp(v - run_max)
-        lse[k] = run_max + np.log(run_sum)
+        smax[k] = run_max
+        ssum[k] = run_sum
 
     s = 0.0  # mass taken by the clamped entries
     k = 0
@@ -60,7 +71,7 @@ def csoftmax_row(z, u, out):
         # Clamp when exp(z_i) (1 - s) / Z_suffix > u_i, compared in logs so
         # that tiny bounds and underflowing probabilities behave.
         log_u = -np.inf if u[i] == 0.0 else np.log(u[i])
-        if z[i] - lse[k] + np.log(rest) > log_u:
+        if (z[i] - smax[k]) - np.log(ssum[k]) + np.log(rest) > log_u:
             out[i] = u[i]
             s += u[i]
             k += 1
@@ -69,9 +80,10 @@ def csoftmax_row(z, u, out):
     n_clamped = k
     rest = 1.0 - s
     if rest > 0.0 and k < m:
+        scale = rest / ssum[k]
         for kk in range(k, m):
             i = sorted_idx[kk]
-            v = rest * np.exp(z[i] - lse[k])
+            v = scale * np.exp(z[i] - smax[k])
             # rounding must never push an entry above its bound
             out[i] = v if v < u[i] else u[i]
     return n_clamped
