@@ -15,6 +15,7 @@ from ._entmax import entmax15, entmax15_backward
 from ._fertility import fertility_attention, fertility_attention_backward
 from ._fusedmax import fusedmax, fusedmax_backward, oscarmax, oscarmax_backward
 from ._prox import prox_oscar, prox_tv1d
+from ._pnorm import sq_pnorm_max, sq_pnorm_max_backward
 from ._regularized_max import regularized_max, regularizer
 from ._softmax import softmax, softmax_backward
 from ._sparsemax import project_simplex, sparsemax, sparsemax_backward
@@ -42,4 +43,6 @@ __all__ = [
     "sparsemax_backward",
     "regularized_max",
     "regularizer",
+    "sq_pnorm_max",
+    "sq_pnorm_max_backward",
 ]

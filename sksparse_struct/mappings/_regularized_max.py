@@ -18,6 +18,7 @@ from ..utils._validation import (
     check_scores,
 )
 from ._entmax_fast import entmax15_rows
+from ._pnorm import _check_p_param, _sq_pnorm_max_rows
 from ._simplex_fast import project_simplex_rows
 from ._softmax import _logsumexp_rows, _softmax_rows
 
@@ -59,8 +60,7 @@ def _entmax15_forward(z_rows, temperature, params):
 
 
 def _sq_pnorm_forward(z_rows, temperature, params):
-    from ._pnorm import _sq_pnorm_max_rows
-
+    _check_pnorm_params(params)
     return _sq_pnorm_max_rows(z_rows, temperature, **params)
 
 
@@ -85,9 +85,7 @@ def _tsallis15(p_rows, params):
     return (np.sum(p_rows * np.sqrt(p_rows), axis=1) - 1.0) / 0.75
 
 
-def _half_sq_pnorm(p_rows, params):
-    from ._pnorm import _check_p_param
-
+def _check_pnorm_params(params):
     allowed = {"p", "max_iter", "tol"}
     unknown = set(params) - allowed
     if unknown:
@@ -95,6 +93,10 @@ def _half_sq_pnorm(p_rows, params):
             f"unknown parameters {sorted(unknown)} for mapping 'sq_pnorm_max'; "
             f"accepted: {sorted(allowed)}."
         )
+
+
+def _half_sq_pnorm(p_rows, params):
+    _check_pnorm_params(params)
     q = _check_p_param(params.get("p", 1.5))
     return 0.5 * np.sum(p_rows**q, axis=1) ** (2.0 / q)
 

@@ -1,0 +1,160 @@
+"""sq-pnorm-max: the regularized max with a squared p-norm."""
+
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from ..utils._validation import (
+    check_positive_scalar,
+    check_same_rows,
+    check_scores,
+    restore_shape,
+)
+from ._pnorm_fast import sq_pnorm_max_backward_rows, sq_pnorm_max_rows
+from ._simplex_fast import project_simplex_rows
+
+__all__ = ["sq_pnorm_max", "sq_pnorm_max_backward"]
+
+
+def _check_p_param(p):
+    """The norm's exponent: a real number in (1, 2]."""
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 1.0 < p <= 2.0:
+        raise ValueError(f"p must be a real number in (1, 2], got {p!r}.")
+    return float(p)
+
+
+def _check_max_iter(max_iter):
+    if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}.")
+    return int(max_iter)
+
+
+def _sq_pnorm_max_rows(z_rows, temperature, p=1.5, max_iter=100, tol=1e-12):
+    """sq-pnorm-max of validated rows (used by regularized_max too)."""
+    q = _check_p_param(p)
+    max_iter = _check_max_iter(max_iter)
+    tol = check_positive_scalar(tol, "tol")
+    out = np.empty_like(z_rows)
+    if q == 2.0:
+        # Exactly sparsemax: use the exact projection, no iterations.
+        project_simplex_rows(np.ascontiguousarray(z_rows / temperature), 1.0, out)
+        return out
+    n_iter = np.empty(z_rows.shape[0], dtype=np.int64)
+    residual = np.empty(z_rows.shape[0])
+    sq_pnorm_max_rows(z_rows, q, temperature, max_iter, tol, out, n_iter, residual)
+    if (n_iter >= max_iter).any():
+        r = int(np.flatnonzero(n_iter >= max_iter)[0])
+        warnings.warn(
+            f"sq_pnorm_max did not converge in max_iter={max_iter} iterations "
+            f"(row {r}, KKT residual {residual[r]:.3g}); increase max_iter.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return out
+
+
+def sq_pnorm_max(z, p=1.5, temperature=1.0, max_iter=100, tol=1e-12):
+    """sq-pnorm-max: the regularized max with ``Omega(x) = ||x||_p^2 / 2``.
+
+    Solves ``argmin_x temperature / 2 * ||x||_p^2 - <x, z>`` over the
+    probability simplex (Niculae 2018, sec. 3.4), for ``p`` in (1, 2]; ``p=2``
+    is sparsemax, smaller ``p`` gives smoother transitions and denser
+    outputs. The KKT conditions give ``x = w^r / sum(w^r)`` with
+    ``w = (z - tau)_+`` and ``r = 1 / (p - 1)``; the scalar ``tau`` is found
+    by safeguarded Newton steps (bisection bracket). This converges in a few
+    iterations to machine precision: the KKT residual (in the units of ``z``)
+    is below ``1e-12 * max(1, |z|)`` for ``p >= 1.1`` in our tests. As ``p``
+    approaches 1, ``r`` grows and accuracy degrades (``p=1.01`` can leave
+    residuals of 1e-3).
+
+    Parameters
+    ----------
+    z : array-like of shape (d,) or (n_rows, d)
+        Scores; the mapping is applied to every row of a 2-D array. ``-inf``
+        entries are masked (probability 0); a row of only ``-inf`` is an error.
+    p : float, default=1.5
+        Exponent of the norm, in (1, 2].
+    temperature : float, default=1.0
+        Multiplies ``Omega``; larger values give denser outputs.
+    max_iter : int, default=100
+        Newton iterations per row; a ``ConvergenceWarning`` is raised when a
+        row needs more.
+    tol : float, default=1e-12
+        Relative step size of the threshold at which the iteration stops.
+
+    Returns
+    -------
+    prob : ndarray of the shape of ``z``, float64
+        Rows on the probability simplex, with exact zeros.
+
+    See Also
+    --------
+    sq_pnorm_max_backward : the backward pass.
+
+    Examples
+    --------
+    >>> from sksparse_struct.mappings import sq_pnorm_max
+    >>> sq_pnorm_max([1.0, 0.8, -1.0], p=1.5).round(3).tolist()
+    [0.655, 0.345, 0.0]
+    >>> sq_pnorm_max([1.0, 0.8, -1.0], p=2).round(3).tolist()  # sparsemax
+    [0.6, 0.4, 0.0]
+    """
+    temperature = check_positive_scalar(temperature, "temperature")
+    z_rows, was_1d = check_scores(z, "z")
+    out = _sq_pnorm_max_rows(z_rows, temperature, p=p, max_iter=max_iter, tol=tol)
+    return restore_shape(out, was_1d)
+
+
+def sq_pnorm_max_backward(prob, dp, p=1.5, temperature=1.0):
+    """Backward pass of :func:`sq_pnorm_max`: ``J^T dp`` from the forward output.
+
+    Proposition 3.2 of Niculae (2018) restricted to the support ``S`` of
+    ``prob`` (the rows of the Jacobian outside ``S`` are zero): with
+    ``B = temperature * H_Omega(prob)_SS`` and ``H = diag(d) + u u^T``
+    (eq. 3.9), ``J_SS = B^-1 - B^-1 1 1^T B^-1 / (1^T B^-1 1)``. ``B`` is
+    inverted in O(|S|) by the Sherman-Morrison formula; ``d`` is only
+    evaluated on the support, where it is finite. The Jacobian is symmetric,
+    so this is also the Jacobian-vector product.
+
+    Parameters
+    ----------
+    prob : array-like of shape (d,) or (n_rows, d)
+        Output of :func:`sq_pnorm_max`.
+    dp : array-like of the shape of ``prob``
+        Gradient of a loss with respect to ``prob`` (or a direction).
+    p : float, default=1.5
+        The exponent used in the forward pass.
+    temperature : float, default=1.0
+        The temperature used in the forward pass.
+
+    Returns
+    -------
+    dz : ndarray of the shape of ``prob``
+        Gradient with respect to the scores ``z``.
+
+    Examples
+    --------
+    >>> from sksparse_struct.mappings import sq_pnorm_max_backward
+    >>> sq_pnorm_max_backward([0.5, 0.5, 0.0], [1.0, 0.0, 3.0], p=2).tolist()
+    [0.5, -0.5, 0.0]
+    """
+    q = _check_p_param(p)
+    temperature = check_positive_scalar(temperature, "temperature")
+    p_rows, was_1d = check_scores(prob, "prob", allow_neg_inf=False)
+    dp_rows, _ = check_scores(dp, "dp", allow_neg_inf=False)
+    check_same_rows(p_rows, dp_rows, "prob", "dp")
+    if (p_rows < 0).any():
+        r, c = np.argwhere(p_rows < 0)[0]
+        raise ValueError(
+            f"prob must be non-negative (an output of sq_pnorm_max); row {r}, "
+            f"position {c} is {p_rows[r, c]}."
+        )
+    empty = ~(p_rows > 0).any(axis=1)
+    if empty.any():
+        r = int(np.flatnonzero(empty)[0])
+        raise ValueError(f"row {r} of prob has no positive entry: not a distribution.")
+    out = np.empty_like(p_rows)
+    sq_pnorm_max_backward_rows(p_rows, dp_rows, q, temperature, out)
+    return restore_shape(out, was_1d)
