@@ -90,7 +90,8 @@ def entmax15_row(z, half_inv_temp, buf, out):
         v = z[j]
         if v > m:
             m = v
-        if v > m - width:
+        # Not ``v > m - width``, which rounds to ``v > m`` for huge scores.
+        if m - v < width:
             buf[c] = v
             c += 1
     c_new = 0

@@ -24,24 +24,29 @@ def simplex_threshold_sort(z, radius):
 
     Sort-based (Held et al. 1974): the support is the longest prefix of the
     sorted scores whose entries stay above the running threshold. Entries equal
-    to -inf are never in the support.
+    to -inf are never in the support. Sums run over ``z - max(z)``, which keeps
+    full precision for scores far from 0. Returns ``(tau, k, m)``: the
+    threshold relative to the max ``m`` (the projection is
+    ``max(z - m - tau, 0)``), the support size, and ``m``.
     """
     s = np.sort(z)
     d = s.shape[0]
+    m = s[d - 1]
     cumsum = 0.0
-    tau = 0.0
+    tau = -radius
     k = 0
     for j in range(d - 1, -1, -1):  # descending
         if s[j] == -np.inf:
             break
-        cumsum += s[j]
+        v = s[j] - m
+        cumsum += v
         t = (cumsum - radius) / (k + 1)
-        if s[j] > t:
+        if v > t:
             tau = t
             k += 1
         else:
             break
-    return tau, k
+    return tau, k, m
 
 
 @njit
@@ -62,39 +67,41 @@ def sort_small(a):
 
 @njit
 def simplex_threshold_buf(z, radius, buf):
-    """Threshold ``tau`` with ``sum(max(z - tau, 0)) == radius``, and the support size.
+    """Threshold of the projection and support size; see :func:`simplex_threshold_sort`.
 
-    ``buf`` is scratch space of at least ``len(z)`` entries. Candidates above
-    ``max(z) - radius`` are copied there, pruned by Michelot's fixed point
-    (``(sum(S) - radius) / |S|`` is a lower bound on ``tau`` for any superset
-    ``S`` of the support), then the few survivors are sorted and scanned
-    exactly like the sort-based algorithm.
+    Returns ``(tau, k, m)`` with the projection ``max(z - m - tau, 0)``.
+    ``buf`` is scratch space of at least ``len(z)`` entries. Candidates
+    above ``max(z) - radius`` are copied there (shifted by the max), pruned
+    by Michelot's fixed point (``(sum(S) - radius) / |S|`` is a lower bound on
+    the threshold for any superset ``S`` of the support), then the few
+    survivors are sorted and scanned exactly like the sort-based algorithm.
     """
     d = z.shape[0]
-    # One pass: running max, and every entry above (running max - radius).
-    # The running max only grows, so this keeps a superset of the candidates.
+    # One pass: running max, and every entry within radius of it. The running
+    # max only grows, so this keeps a superset of the candidates. ``m - v <
+    # radius`` rather than ``v > m - radius``: the latter rounds to ``v > m``
+    # for huge scores, and it is False for -inf entries (inf or nan).
     m = -np.inf
     c = 0
     for j in range(d):
         v = z[j]
         if v > m:
             m = v
-        if v > m - radius:
+        if m - v < radius:
             buf[c] = v
             c += 1
-    lower = m - radius
     c_new = 0
     total = 0.0
     for j in range(c):
-        v = buf[j]
-        if v > lower:
+        v = buf[j] - m
+        if v > -radius:
             buf[c_new] = v
             total += v
             c_new += 1
     c = c_new
     # Safety margin against rounding in the running sums: keeping a few
     # extra candidates costs nothing, dropping a support entry would.
-    margin = 1e-9 * (abs(m) + radius)
+    margin = 1e-9 * radius
     for _ in range(64):
         bound = (total - radius) / c - margin
         c_new = 0
@@ -111,7 +118,7 @@ def simplex_threshold_buf(z, radius, buf):
     cand = buf[:c]
     sort_small(cand)
     cumsum = 0.0
-    tau = lower
+    tau = -radius
     k = 0
     for j in range(c - 1, -1, -1):  # descending
         cumsum += cand[j]
@@ -121,7 +128,7 @@ def simplex_threshold_buf(z, radius, buf):
             k += 1
         else:
             break
-    return tau, k
+    return tau, k, m
 
 
 @njit
@@ -131,15 +138,16 @@ def simplex_threshold(z, radius):
     Entries equal to -inf are never in the support.
     """
     buf = np.empty(z.shape[0])
-    return simplex_threshold_buf(z, radius, buf)
+    tau, k, m = simplex_threshold_buf(z, radius, buf)
+    return m + tau, k
 
 
 @njit
 def project_simplex_row(z, radius, buf, out):
     """out = argmin_{p >= 0, sum p = radius} ||p - z||^2 for one row; returns the support size."""
-    tau, k = simplex_threshold_buf(z, radius, buf)
+    tau, k, m = simplex_threshold_buf(z, radius, buf)
     for j in range(z.shape[0]):
-        v = z[j] - tau
+        v = (z[j] - m) - tau
         out[j] = v if v > 0.0 else 0.0
     return k
 
