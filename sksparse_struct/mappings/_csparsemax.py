@@ -85,7 +85,8 @@ def csparsemax_backward(p, u, dp):
     * ``u_i = 0`` (so ``p_i = 0 = u_i``) counts as upper-active, as the
       definition of A says: ``du_i`` is the derivative for a small increase of
       ``u_i``, which is right when ``z_i`` is above the threshold (the entry
-      would take the room) and an over-estimate otherwise.
+      would take the room); when it is below, the true derivative is 0, but
+      the backward pass cannot tell without ``z``.
 
     Parameters
     ----------

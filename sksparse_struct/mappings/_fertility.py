@@ -151,7 +151,11 @@ def fertility_attention_backward(attention, fertility, d_attention, mapping="csp
     bound gradient back to the budgets. The bounds of every step are replayed
     from ``attention`` and ``fertility`` exactly as the forward pass built
     them; the scores are not needed. Conventions at kinks are those of the
-    per-step backward functions; an infinite fertility gets gradient 0.
+    per-step backward functions (a word whose budget is exactly used up keeps
+    a bound of exactly 0 afterwards; the gradient through such zero bounds
+    cancels, so only a fertility that is 0 from the start is affected: it
+    gets the derivative for an increase). An infinite fertility gets
+    gradient 0.
 
     Parameters
     ----------
