@@ -16,7 +16,16 @@ them, so a loss never needs to know how its mapping is computed.
 
 import numpy as np
 
-from ..mappings import entmax15, regularized_max, regularizer, softmax, sparsemax
+from ..mappings import (
+    entmax15,
+    entmax15_backward,
+    regularized_max,
+    regularizer,
+    softmax,
+    softmax_backward,
+    sparsemax,
+    sparsemax_backward,
+)
 from ..utils._validation import check_positive_scalar, check_scores
 
 __all__ = [
@@ -34,6 +43,11 @@ SMOOTH_LOSS_NAMES = ("softmax", "sparsemax", "entmax15")
 LOSS_NAMES = SMOOTH_LOSS_NAMES + ("perceptron", "hinge")
 
 _MAPPING_FUNCTIONS = {"softmax": softmax, "sparsemax": sparsemax, "entmax15": entmax15}
+_MAPPING_BACKWARD = {
+    "softmax": softmax_backward,
+    "sparsemax": sparsemax_backward,
+    "entmax15": entmax15_backward,
+}
 
 # Tolerance on sum(y) == 1 for target distributions (the one the mappings'
 # regularizer uses too).
@@ -125,11 +139,12 @@ def _first_argmax_onehot(rows):
     return onehot
 
 
-def _loss_rows(theta, targets, loss, temperature):
+def _loss_rows(theta, targets, loss, temperature, return_prediction=False):
     """Loss values and gradients on validated rows (no checking).
 
     ``theta`` and ``targets`` are float64 arrays of shape (n, K), the targets
-    on the simplex. Returns ``(values, grad)`` with ``grad = p_hat - targets``.
+    on the simplex. Returns ``(values, grad)`` with ``grad = p_hat - targets``,
+    and ``p_hat`` as a third element if ``return_prediction``.
     """
     if loss in SMOOTH_LOSS_NAMES:
         value, p_hat = regularized_max(theta, mapping=loss, temperature=temperature)
@@ -148,7 +163,19 @@ def _loss_rows(theta, targets, loss, temperature):
     # L >= 0 holds exactly (Prop. 6.1.1); round-off in the difference of
     # nearly equal terms must not hand callers a tiny negative loss.
     np.maximum(values, 0.0, out=values)
+    if return_prediction:
+        return values, p_hat - targets, p_hat
     return values, p_hat - targets
+
+
+def _loss_hessp_rows(p_hat, v, loss, temperature):
+    """Generalized Hessian of a smooth loss w.r.t. the scores, times ``v``.
+
+    The gradient is ``p_hat(theta) - y``, so the Hessian is the Jacobian of
+    the mapping at ``theta``, which its backward pass applies from the
+    forward output ``p_hat`` (the Jacobians are symmetric).
+    """
+    return _MAPPING_BACKWARD[loss](p_hat, v, temperature=temperature)
 
 
 def fenchel_young_loss(scores, y, loss="sparsemax", temperature=1.0):
