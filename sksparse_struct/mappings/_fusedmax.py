@@ -1,11 +1,24 @@
 """Fusedmax and oscarmax: sparse attention that fuses weights into groups.
 
 Both are regularized maxes ``argmin_{p in simplex} 1/2 ||p - z||^2 + alpha *
-penalty(p)`` (Niculae 2018, sec. 3.5). By Prop. 3.3 of the thesis they are
-computed without iterations as the simplex projection of a prox: 1-D total
-variation for fusedmax, OSCAR for oscarmax. The backward pass chains the
-sparsemax Jacobian of the projection with the group-averaging Jacobian of the
-prox (Prop. 3.4), using only the output ``p`` and the prox groups.
+penalty(p)`` (Niculae 2018, sec. 3.5), computed without iterations as the
+simplex projection of a prox (Prop. 3.3 of the thesis). The backward pass
+chains the sparsemax Jacobian of the projection with the group-averaging
+Jacobian of the prox (Prop. 3.4), using only the output ``p`` and the groups.
+
+Why the composition is exact: ``P(prox_g(z))`` solves the problem with
+penalty ``g`` whenever ``dg(y)`` is contained in ``dg(P(y))`` for every ``y``
+(Yu 2013). The simplex projection ``P(y) = max(y - tau, 0)`` keeps the order of
+the entries, only creating ties, so this holds for penalties whose
+subdifferential depends only on the order of the entries: the 1-D total
+variation (signs of neighbour differences), and ``sum_{i<j} max(x_i, x_j)``.
+It does *not* hold for OSCAR written with absolute values, ``sum_{i<j}
+max(|x_i|, |x_j|)``: the shift ``-tau`` can flip the sign of an entry. Indeed
+``P(prox_oscar(z))`` is not even invariant to adding a constant to ``z``,
+while oscarmax is, and it can differ from the definition by 0.3 in some
+entries (e.g. whenever the OSCAR prox is all zeros it returns the uniform
+distribution). Since the two penalties agree on the simplex, oscarmax uses the
+prox of the pairwise max without absolute values, and is exact.
 """
 
 import numpy as np
@@ -17,7 +30,7 @@ from ..utils._validation import (
     check_scores,
     restore_shape,
 )
-from ._oscar_fast import prox_oscar_rows, signed_group_average_rows
+from ._oscar_fast import prox_pairwise_max_rows, signed_group_average_rows
 from ._simplex_fast import project_simplex_rows, sparsemax_backward_rows
 from ._tv_fast import prox_tv1d_rows
 
@@ -126,7 +139,11 @@ def oscarmax(z, alpha=0.01, return_groups=False):
 
     ``argmin_{p in simplex} 1/2 ||p - z||^2 + alpha * sum_{i<j} max(|p_i|, |p_j|)``
     (Niculae & Blondel 2017; Niculae 2018, sec. 3.5), computed exactly as the
-    simplex projection of :func:`prox_oscar` ``(z, alpha)``.
+    simplex projection of the prox of ``alpha * sum_{i<j} max(x_i, x_j)``,
+    which equals the OSCAR penalty on the simplex. Note: the literal recipe of
+    the thesis' Prop. 3.3, the projection of :func:`prox_oscar` (with absolute
+    values), is *not* the solution in general (it is not invariant to adding
+    a constant to ``z``); see the module docstring.
 
     Parameters
     ----------
@@ -137,14 +154,19 @@ def oscarmax(z, alpha=0.01, return_groups=False):
         Strength of the clustering (``>= 0``); 0 gives :func:`sparsemax`. The
         default is the thesis' recommended value.
     return_groups : bool, default=False
-        Also return the signed groups of the prox, needed by
-        :func:`oscarmax_backward` (see :func:`prox_oscar`).
+        Also return the groups of the prox, needed by
+        :func:`oscarmax_backward`.
 
     Returns
     -------
     p : ndarray of the shape of ``z``, float64
+        Rows on the probability simplex; equal scores get equal weights, and
+        scores closer than about ``alpha`` are fused.
     groups : ndarray of the shape of ``z``, int64
-        Only if ``return_groups``.
+        Only if ``return_groups``: labels ``1..G`` of the groups of equal
+        prox values (numbered from the largest value down). The encoding is
+        the one of :func:`prox_oscar` (signed labels, 0 for a zero Jacobian
+        row), here with positive labels only.
 
     See Also
     --------
@@ -157,7 +179,7 @@ def oscarmax(z, alpha=0.01, return_groups=False):
     >>> oscarmax([1.0, 0.2, 1.05, -1.0], alpha=0.1).round(3).tolist()
     [0.5, 0.0, 0.5, 0.0]
     """
-    return _project_prox(prox_oscar_rows, z, alpha, return_groups)
+    return _project_prox(prox_pairwise_max_rows, z, alpha, return_groups)
 
 
 def fusedmax_backward(p, groups, dp):
@@ -196,8 +218,9 @@ def oscarmax_backward(p, groups, dp):
     """Backward pass of :func:`oscarmax`: ``J^T dp`` from the forward output.
 
     ``J = J_prox J_P`` (Niculae 2018, Prop. 3.4): the sparsemax Jacobian on
-    the support of ``p``, then the signed average over each group of equal
-    ``|prox|`` (rows with label 0 are zero). O(d) per row.
+    the support of ``p``, then the average over each group of the prox
+    (signed average for signed labels; rows with label 0 are zero, so the
+    groups of :func:`prox_oscar` are accepted too). O(d) per row.
 
     Parameters
     ----------

@@ -8,8 +8,11 @@ is ``sign(z) * unsort(max(iso(|z|_sorted - w), 0))``, where ``iso`` is the
 isotonic regression onto non-increasing sequences, computed by pool adjacent
 violators (PAV). The PAV blocks are the groups of equal ``|x*|``.
 
-``signed_group_average_rows`` is the Jacobian product of both the OSCAR and the
-1-D total variation proxes (Niculae 2018, Prop. 3.4): they share the encoding
+The same code without absolute values (sort the signed entries, no clipping)
+is the prox of ``alpha * sum_{i<j} max(x_i, x_j)``, used by oscarmax.
+
+``signed_group_average_rows`` is the Jacobian product of the OSCAR, the
+pairwise-max and the 1-D total variation proxes (Niculae 2018, Prop. 3.4): they share the encoding
 of groups as signed integer labels.
 
 No validation happens here: callers pass C-contiguous float64 rows of finite
@@ -22,30 +25,35 @@ from ..utils._numba import njit
 
 
 @njit
-def prox_oscar_row(z, alpha, x, labels, order, block_sum, block_len):
-    """Prox of ``alpha * OSCAR`` at one row; write x and signed group labels.
+def _ordered_prox_row(z, alpha, use_abs, x, labels, order, block_sum, block_len):
+    """Prox of an ordered weighted sum with weights ``alpha * (d - k)``.
 
-    ``order``, ``block_sum`` and ``block_len`` are scratch arrays of length d.
-    Returns the number of labelled groups. Label 0 marks entries whose block
-    was clipped to 0 (their Jacobian row is zero); a block whose isotonic value
-    is exactly 0 keeps its label, so that ``alpha == 0`` or ``d == 1`` (where
-    the prox is the identity) give the identity Jacobian.
+    With ``use_abs`` this is the OSCAR prox (weights on the sorted ``|x|``);
+    without, the prox of ``alpha * sum_{i<j} max(x_i, x_j)``, weights on the
+    sorted signed ``x`` (no clipping, no signs), which equals OSCAR on the
+    simplex. ``order``, ``block_sum`` and ``block_len`` are scratch arrays of
+    length d. Writes x and signed labels; returns the number of groups.
+
+    Label 0 marks entries whose block was clipped to 0 (OSCAR only; their
+    Jacobian row is zero). A block whose isotonic value is exactly 0 keeps its
+    label, so that ``alpha == 0`` or ``d == 1`` (where the prox is the
+    identity) give the identity Jacobian.
     """
     d = z.shape[0]
-    # Stable sort of |z| in decreasing order: ties keep their index order.
-    neg_abs = np.empty(d)
+    # Stable sort in decreasing order of the key: ties keep their index order.
+    keys = np.empty(d)
     for j in range(d):
-        neg_abs[j] = -abs(z[j])
-    order[:] = np.argsort(neg_abs, kind="mergesort")
+        keys[j] = -abs(z[j]) if use_abs else -z[j]
+    order[:] = np.argsort(keys, kind="mergesort")
 
-    # PAV for a non-increasing fit of v_k = |z|_(k) - alpha * (d - 1 - k)
+    # PAV for a non-increasing fit of v_k = key_(k) - alpha * (d - 1 - k)
     # (0-based k). A block is merged into its predecessor only on a strict
     # violation (mean larger than the predecessor's), so at alpha == 0 tied
     # entries stay separate, as the identity map requires; for alpha > 0 ties
-    # in |z| always merge because the weights strictly decrease.
+    # always merge because the weights strictly decrease.
     n_blocks = 0
     for k in range(d):
-        block_sum[n_blocks] = -neg_abs[order[k]] - alpha * (d - 1 - k)
+        block_sum[n_blocks] = -keys[order[k]] - alpha * (d - 1 - k)
         block_len[n_blocks] = 1
         n_blocks += 1
         while n_blocks > 1 and (
@@ -60,6 +68,13 @@ def prox_oscar_row(z, alpha, x, labels, order, block_sum, block_len):
     n_groups = 0
     for b in range(n_blocks):
         mean = block_sum[b] / block_len[b]
+        if not use_abs:
+            n_groups += 1
+            for _ in range(block_len[b]):
+                x[order[k]] = mean
+                labels[order[k]] = n_groups
+                k += 1
+            continue
         if mean >= 0.0:
             n_groups += 1
             label = n_groups
@@ -86,14 +101,33 @@ def prox_oscar_row(z, alpha, x, labels, order, block_sum, block_len):
 
 
 @njit
-def prox_oscar_rows(z, alpha, out, groups):
-    """Row-wise :func:`prox_oscar_row`; ``groups`` is an int64 array like z."""
+def _ordered_prox_rows(z, alpha, use_abs, out, groups):
     d = z.shape[1]
     order = np.empty(d, dtype=np.int64)
     block_sum = np.empty(d)
     block_len = np.empty(d, dtype=np.int64)
     for i in range(z.shape[0]):
-        prox_oscar_row(z[i], alpha, out[i], groups[i], order, block_sum, block_len)
+        _ordered_prox_row(
+            z[i], alpha, use_abs, out[i], groups[i], order, block_sum, block_len
+        )
+
+
+@njit
+def prox_oscar_rows(z, alpha, out, groups):
+    """Row-wise OSCAR prox; ``groups`` (int64, like z) gets signed labels."""
+    _ordered_prox_rows(z, alpha, True, out, groups)
+
+
+@njit
+def prox_pairwise_max_rows(z, alpha, out, groups):
+    """Row-wise prox of ``alpha * sum_{i<j} max(x_i, x_j)`` (no absolute values).
+
+    Equal to OSCAR on the non-negative orthant. Unlike the OSCAR prox, it
+    commutes with adding a constant to every entry and it keeps the order of
+    the entries, which is why projecting its output onto the simplex gives
+    oscarmax exactly (see ``_fusedmax.py``). Labels are positive.
+    """
+    _ordered_prox_rows(z, alpha, False, out, groups)
 
 
 @njit

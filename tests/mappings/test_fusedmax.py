@@ -1,0 +1,323 @@
+"""Tests of fusedmax and oscarmax (forward, groups and backward)."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from sksparse_struct.mappings import (
+    fusedmax,
+    fusedmax_backward,
+    oscarmax,
+    oscarmax_backward,
+    project_simplex,
+    prox_oscar,
+    prox_tv1d,
+    sparsemax,
+    sparsemax_backward,
+)
+from tests._helpers import central_difference_jacobian, central_difference_vjp
+from tests.mappings.test_prox import (
+    oscar_constraints,
+    oscar_penalty,
+    slsqp_epigraph,
+    tv_constraints,
+)
+
+MAPPINGS = {
+    "fusedmax": (fusedmax, fusedmax_backward),
+    "oscarmax": (oscarmax, oscarmax_backward),
+}
+
+
+def fusedmax_reference(z, alpha):
+    """The thesis definition solved directly: SLSQP on the simplex, epigraph of TV."""
+    return slsqp_epigraph(np.asarray(z, float), alpha, tv_constraints, simplex=True)
+
+
+def oscarmax_reference(z, alpha):
+    """Same for oscarmax; on the simplex |p_i| = p_i."""
+    return slsqp_epigraph(
+        np.asarray(z, float), alpha, lambda d: oscar_constraints(d, nonneg=True), simplex=True
+    )
+
+
+def objective(p, z, alpha, kind):
+    pen = np.sum(np.abs(np.diff(p))) if kind == "fusedmax" else oscar_penalty(p)
+    return 0.5 * np.sum((p - z) ** 2) + alpha * pen
+
+
+# --------------------------------------------------------------------------
+# Forward
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_fusedmax_matches_direct_solve(seed):
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(3, 9))
+    z = rng.normal(size=d) * 0.5
+    alpha = float(rng.choice([0.05, 0.1, 0.3]))
+    ref = fusedmax_reference(z, alpha)
+    p = fusedmax(z, alpha)
+    np.testing.assert_allclose(p, ref, atol=1e-6)
+    assert objective(p, z, alpha, "fusedmax") <= objective(ref, z, alpha, "fusedmax") + 1e-12
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_oscarmax_matches_direct_solve(seed):
+    rng = np.random.default_rng(50 + seed)
+    d = int(rng.integers(3, 7))
+    # The offset moves z across 0: oscarmax ignores it, an absolute-value
+    # OSCAR prox would not.
+    z = rng.normal(size=d) * 0.5 + rng.normal()
+    alpha = float(rng.choice([0.01, 0.05, 0.2]))
+    ref = oscarmax_reference(z, alpha)
+    p = oscarmax(z, alpha)
+    np.testing.assert_allclose(p, ref, atol=1e-6)
+    assert objective(p, z, alpha, "oscarmax") <= objective(ref, z, alpha, "oscarmax") + 1e-12
+
+
+def test_fused_groups_visible_in_output():
+    # Close neighbours fuse into one segment of equal weight.
+    z = np.array([0.1, 1.0, 1.05, 0.98, 0.2, -1.0])
+    p, g = fusedmax(z, 0.1, return_groups=True)
+    np.testing.assert_allclose(p, fusedmax_reference(z, 0.1), atol=1e-6)
+    assert p[1] == p[2] == p[3] > 0
+    assert g[1] == g[2] == g[3]
+    # oscarmax fuses equal magnitudes anywhere in the sequence.
+    z = np.array([1.0, -0.5, 0.2, 1.004, 0.0])
+    p, g = oscarmax(z, 0.01, return_groups=True)
+    assert p[0] == p[3] > 0 and g[0] == g[3]
+
+
+def test_composition_with_projection():
+    rng = np.random.default_rng(7)
+    z = rng.normal(size=(4, 6))
+    np.testing.assert_array_equal(fusedmax(z, 0.2), project_simplex(prox_tv1d(z, 0.2)))
+
+
+def test_oscarmax_is_not_the_projection_of_the_oscar_prox():
+    # Regression for the literal reading of Prop. 3.3 (project prox_oscar):
+    # here prox_oscar(z) is all zeros, so that recipe gives the uniform
+    # distribution, while the definition does not.
+    z = np.array([-0.23869599, 0.33466981, -0.69364727, 0.83294421, -0.09546576, 0.26717443])
+    alpha = 0.2
+    np.testing.assert_array_equal(prox_oscar(z, alpha), 0.0)
+    ref = oscarmax_reference(z, alpha)
+    p = oscarmax(z, alpha)
+    np.testing.assert_allclose(p, ref, atol=1e-6)
+    assert np.abs(project_simplex(prox_oscar(z, alpha)) - ref).max() > 0.2
+    assert objective(p, z, alpha, "oscarmax") < objective(np.full(6, 1 / 6), z, alpha, "oscarmax") - 0.05
+
+
+@pytest.mark.parametrize("name", MAPPINGS)
+def test_shift_invariance(name):
+    forward, _ = MAPPINGS[name]
+    rng = np.random.default_rng(12)
+    z = rng.normal(size=(6, 5))
+    for shift in (-10.0, -0.7, 3.0):
+        np.testing.assert_allclose(forward(z + shift, 0.15), forward(z, 0.15), atol=1e-12)
+
+
+@pytest.mark.parametrize("name", MAPPINGS)
+def test_alpha_zero_is_sparsemax(name):
+    forward, backward = MAPPINGS[name]
+    rng = np.random.default_rng(8)
+    z = rng.normal(size=(6, 7))
+    z[0, :3] = 0.4  # ties
+    p, g = forward(z, 0.0, return_groups=True)
+    np.testing.assert_array_equal(p, sparsemax(z))
+    dp = rng.normal(size=z.shape)
+    np.testing.assert_allclose(backward(p, g, dp), sparsemax_backward(p, dp), atol=1e-15)
+
+
+def test_defaults_are_thesis_values():
+    z = np.array([0.3, 0.35, 0.1, -0.2])
+    np.testing.assert_array_equal(fusedmax(z), fusedmax(z, 0.1))
+    np.testing.assert_array_equal(oscarmax(z), oscarmax(z, 0.01))
+
+
+@pytest.mark.parametrize("name", MAPPINGS)
+def test_edge_cases(name):
+    forward, backward = MAPPINGS[name]
+    p, g = forward([3.0], return_groups=True)
+    np.testing.assert_array_equal(p, [1.0])
+    np.testing.assert_array_equal(backward(p, g, [2.0]), [0.0])
+    # d = 2 and all equal: uniform.
+    np.testing.assert_allclose(forward([0.2, 0.2]), [0.5, 0.5])
+    np.testing.assert_allclose(forward(np.full(5, -7.0)), np.full(5, 0.2))
+    # Huge scores: the winner takes all, no overflow.
+    p = forward([1e6, -1e6, 0.0, 1e6 - 3.0])
+    np.testing.assert_allclose(p, [1.0, 0.0, 0.0, 0.0], atol=1e-12)
+    # float32 is computed in float64 like the float64 version of the input.
+    z32 = np.array([0.1, 0.7, 0.65, -0.3], dtype=np.float32)
+    p32 = forward(z32)
+    assert p32.dtype == np.float64
+    np.testing.assert_array_equal(p32, forward(z32.astype(np.float64)))
+    # Integer input.
+    np.testing.assert_allclose(forward([1, 0, 0]), forward([1.0, 0.0, 0.0]))
+
+
+@pytest.mark.parametrize("name", MAPPINGS)
+def test_batch_matches_rows(name):
+    forward, backward = MAPPINGS[name]
+    rng = np.random.default_rng(9)
+    z = rng.normal(size=(5, 6))
+    dp = rng.normal(size=(5, 6))
+    p, g = forward(z, 0.1, return_groups=True)
+    dz = backward(p, g, dp)
+    for i in range(5):
+        pi, gi = forward(z[i], 0.1, return_groups=True)
+        np.testing.assert_array_equal(pi, p[i])
+        np.testing.assert_array_equal(gi, g[i])
+        np.testing.assert_array_equal(backward(pi, gi, dp[i]), dz[i])
+
+
+# --------------------------------------------------------------------------
+# Backward
+# --------------------------------------------------------------------------
+
+
+def _stable_point(forward, alpha, rng, d, eps):
+    """A random z whose groups and support do not change within +-eps."""
+    for _ in range(200):
+        z = rng.normal(size=d) * 0.3
+        p, g = forward(z, alpha, return_groups=True)
+        stable = True
+        for i in range(d):
+            for s in (-eps, eps):
+                zs = z.copy()
+                zs[i] += s
+                ps, gs = forward(zs, alpha, return_groups=True)
+                if not (np.array_equal(gs, g) and np.array_equal(ps > 0, p > 0)):
+                    stable = False
+        # Only points with non-trivial groups inside the support are useful.
+        if stable and len(np.unique(np.abs(g[p > 0]))) < (p > 0).sum():
+            return z, p, g
+    raise AssertionError("no stable point found")
+
+
+@pytest.mark.parametrize("name", MAPPINGS)
+@pytest.mark.parametrize("seed", range(4))
+def test_backward_matches_finite_differences(name, seed):
+    forward, backward = MAPPINGS[name]
+    rng = np.random.default_rng(seed)
+    alpha = 0.1 if name == "fusedmax" else 0.05
+    eps = 1e-6
+    z, p, g = _stable_point(forward, alpha, rng, 7, 10 * eps)
+    jac = central_difference_jacobian(lambda v: forward(v, alpha), z, eps)
+    jac_backward = np.stack([backward(p, g, e) for e in np.eye(len(z))])
+    # backward gives J^T e_i as row i, i.e. J^T; J is symmetric.
+    np.testing.assert_allclose(jac_backward, jac.T, atol=1e-7)
+    np.testing.assert_allclose(jac_backward, jac_backward.T, atol=1e-15)
+    dp = rng.normal(size=len(z))
+    np.testing.assert_allclose(
+        backward(p, g, dp),
+        central_difference_vjp(lambda v: forward(v, alpha), z, dp, eps),
+        atol=1e-7,
+    )
+
+
+@pytest.mark.parametrize("name", MAPPINGS)
+def test_backward_is_orthogonal_to_ones(name):
+    # p stays on the simplex, so shifting z by a constant does nothing, and
+    # directions dp constant on the support give zero gradient.
+    forward, backward = MAPPINGS[name]
+    rng = np.random.default_rng(11)
+    z = rng.normal(size=(10, 8))
+    p, g = forward(z, 0.1, return_groups=True)
+    dz = backward(p, g, rng.normal(size=z.shape))
+    np.testing.assert_allclose(dz.sum(axis=1), 0.0, atol=1e-12)
+    np.testing.assert_allclose(backward(p, g, np.ones_like(z)), 0.0, atol=1e-12)
+
+
+# --------------------------------------------------------------------------
+# Properties
+# --------------------------------------------------------------------------
+
+scores = arrays(
+    np.float64, st.integers(1, 10), elements=st.floats(-50, 50, allow_nan=False)
+)
+alphas = st.floats(0, 3, allow_nan=False)
+
+
+def _check_simplex(p):
+    assert np.all(p >= 0)
+    assert abs(p.sum() - 1.0) <= 1e-12 * len(p)
+
+
+def _check_groups_in_output(p, g):
+    # Entries of one group (same signed label) share their probability exactly.
+    for label in np.unique(g[g != 0]):
+        assert np.all(p[g == label] == p[g == label][0])
+
+
+@given(z=scores, alpha=alphas)
+def test_fusedmax_properties(z, alpha):
+    p, g = fusedmax(z, alpha, return_groups=True)
+    _check_simplex(p)
+    _check_groups_in_output(p, g)
+    assert np.all(g >= 1)
+    np.testing.assert_allclose(fusedmax(z[::-1], alpha)[::-1], p, atol=1e-9)
+    np.testing.assert_allclose(fusedmax(z + 2.5, alpha), p, atol=1e-9)
+
+
+@given(z=scores, alpha=alphas, data=st.data())
+def test_oscarmax_properties(z, alpha, data):
+    p, g = oscarmax(z, alpha, return_groups=True)
+    _check_simplex(p)
+    _check_groups_in_output(p, g)
+    assert np.all(g >= 1)
+    perm = np.array(data.draw(st.permutations(range(len(z)))))
+    np.testing.assert_allclose(oscarmax(z[perm], alpha), p[perm], atol=1e-9)
+    # Larger scores never get smaller probabilities; equal scores fuse.
+    order = np.argsort(-z, kind="stable")
+    assert np.all(np.diff(p[order]) <= 1e-12)
+    np.testing.assert_allclose(oscarmax(z - 7.5, alpha), p, atol=1e-9)
+
+
+@given(z=scores, alpha=alphas, name=st.sampled_from(sorted(MAPPINGS)))
+def test_backward_properties(z, alpha, name):
+    forward, backward = MAPPINGS[name]
+    p, g = forward(z, alpha, return_groups=True)
+    rng = np.random.default_rng(0)
+    dp = rng.normal(size=len(z))
+    dz = backward(p, g, dp)
+    # The Jacobian is symmetric: <J a, b> == <a, J b>.
+    dq = rng.normal(size=len(z))
+    assert abs(backward(p, g, dq) @ dp - dz @ dq) <= 1e-12 * len(z)
+    # Outside the groups touching the support, scores have no influence.
+    touching = set(np.abs(g[p > 0]).tolist()) - {0}
+    outside = np.array([abs(lab) not in touching for lab in g])
+    np.testing.assert_array_equal(dz[outside], 0.0)
+
+
+# --------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", MAPPINGS)
+def test_bad_input(name):
+    forward, backward = MAPPINGS[name]
+    with pytest.raises(ValueError, match="alpha"):
+        forward([1.0, 2.0], -0.1)
+    with pytest.raises(ValueError, match="alpha"):
+        forward([1.0, 2.0], np.inf)
+    with pytest.raises(ValueError, match="NaN.*row 1, position 0"):
+        forward([[1.0, 2.0], [np.nan, 0.0]])
+    with pytest.raises(ValueError, match="-inf"):  # masks are not supported
+        forward([1.0, -np.inf, 0.5])
+    p, g = forward([0.3, 0.2, 0.1], return_groups=True)
+    with pytest.raises(ValueError, match="shape"):
+        backward(p, g[:2], [1.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="shape"):
+        backward(p, g, [1.0, 0.0])
+    with pytest.raises(ValueError, match="integer"):
+        backward(p, g.astype(float), [1.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="label 7"):
+        backward(p, np.array([1, 7, 1]), [1.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="NaN"):
+        backward(p, g, [np.nan, 0.0, 0.0])
