@@ -10,6 +10,11 @@ Bounds larger than 1 never bind (``p <= 1``), so the bound handed to the
 mapping is ``min(remaining, _BOUND_CAP)``: this allows an infinite fertility
 (the paper's ``<sink>`` token) without infinities in the kernels, and
 changes neither outputs nor gradients.
+
+Caching caveat: numba's on-disk cache of these kernels is keyed on this file
+only. After editing ``_capped_simplex_fast.py`` or ``_csoftmax_fast.py``,
+touch this file (or delete its ``__pycache__`` entries) so the inlined callees
+are recompiled.
 """
 
 import numpy as np
