@@ -146,6 +146,11 @@ def _loss_rows(theta, targets, loss, temperature, return_prediction=False):
     on the simplex. Returns ``(values, grad)`` with ``grad = p_hat - targets``,
     and ``p_hat`` as a third element if ``return_prediction``.
     """
+    # Every loss is invariant to adding a constant to a row of scores. Shift
+    # each row by its target score <theta, y> so that the value is computed
+    # without cancelling two large terms (e.g. logsumexp(theta) - theta_y
+    # for scores of size 1e6).
+    theta = theta - np.einsum("ij,ij->i", theta, targets)[:, np.newaxis]
     if loss in SMOOTH_LOSS_NAMES:
         value, p_hat = regularized_max(theta, mapping=loss, temperature=temperature)
         omega_y = regularizer(targets, mapping=loss, temperature=temperature)
