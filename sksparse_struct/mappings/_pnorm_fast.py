@@ -58,24 +58,21 @@ def kkt_residual(x, z, q, temperature):
 
 
 @njit
-def _log_h_and_slope(z, tau, q, r):
+def _log_h_and_slope(z, m, tau, q, r):
     """log h(tau) and its derivative, with h(tau) = S_r / S_(r+1)^((2-q)/q).
 
-    ``S_a = sum((z - tau)_+^a)``; ``h`` is homogeneous of degree one in
-    ``w = (z - tau)_+``, so sums run over ``w / max(w)`` (no overflow when
+    ``tau`` is relative to the row max ``m`` (``tau < 0``), ``S_a =
+    sum(w^a)`` with ``w = (z - m - tau)_+``. ``h`` is homogeneous of degree
+    one in ``w``, so sums run over ``w / max(w)`` (no overflow when
     ``r = 1/(q-1)`` is large) and ``log(max(w))`` is added back.
     """
-    m = -np.inf
-    for j in range(z.shape[0]):
-        if z[j] > m:
-            m = z[j]
-    w_max = m - tau
+    w_max = -tau
     inv = 1.0 / w_max
     s_rm1 = 0.0
     s_r = 0.0
     s_rp1 = 0.0
     for j in range(z.shape[0]):
-        w = z[j] - tau
+        w = (z[j] - m) - tau
         if w > 0.0:
             v = w * inv
             a = v ** (r - 1.0)
@@ -95,7 +92,8 @@ def sq_pnorm_max_row(z, q, temperature, max_iter, tol, x):
     The KKT conditions give ``x = w^r / sum(w^r)`` with ``w = (z - tau)_+``
     and ``r = 1/(q-1)``, where ``tau`` solves ``h(tau) == temperature``; any
     root gives a KKT point, so the root is unique (strict convexity). It is
-    found by Newton's method on ``log h`` inside a bisection bracket.
+    found by Newton's method on ``log h`` inside a bisection bracket, in
+    coordinates relative to the row max (full precision for large scores).
     """
     d = z.shape[0]
     r = 1.0 / (q - 1.0)
@@ -104,13 +102,11 @@ def sq_pnorm_max_row(z, q, temperature, max_iter, tol, x):
     for j in range(d):
         if z[j] > m:
             m = z[j]
-    hi = m  # h(m) == 0 < temperature
-    # With only the top entry in the support h(m - t) == t; widen until h >= t.
-    gap = temperature
-    lo = m - gap
-    phi_lo, slope = _log_h_and_slope(z, lo, q, r)
+    hi = 0.0  # h(0) == 0 < temperature
+    # With only the top entry in the support h(-t) == t; widen until h >= t.
+    lo = -temperature
+    phi_lo, slope_lo = _log_h_and_slope(z, m, lo, q, r)
     phi_lo -= log_t
-    slope_lo = slope
     phi_hi = -np.inf
     slope_hi = 0.0
     n_iter = 0
@@ -118,9 +114,8 @@ def sq_pnorm_max_row(z, q, temperature, max_iter, tol, x):
         hi = lo
         phi_hi = phi_lo
         slope_hi = slope_lo
-        gap *= 2.0
-        lo = m - gap
-        phi_lo, slope_lo = _log_h_and_slope(z, lo, q, r)
+        lo *= 2.0
+        phi_lo, slope_lo = _log_h_and_slope(z, m, lo, q, r)
         phi_lo -= log_t
         n_iter += 1
     # Start Newton from the end of the bracket closer to the root (the upper
@@ -139,7 +134,7 @@ def sq_pnorm_max_row(z, q, temperature, max_iter, tol, x):
         if phi == 0.0:
             break
         step = -phi / slope if slope < 0.0 else np.inf
-        if abs(step) <= tol * (m - tau):
+        if abs(step) <= tol * (-tau):
             # Converged; the last step is below rounding of tau anyway.
             if lo < tau + step < hi:
                 tau += step
@@ -147,20 +142,20 @@ def sq_pnorm_max_row(z, q, temperature, max_iter, tol, x):
         new = tau + step
         if not (lo < new < hi):
             new = 0.5 * (lo + hi)
-        if hi - lo <= tol * (m - lo):
+        if hi - lo <= tol * (-lo):
             tau = new
             break
         tau = new
-        phi, slope = _log_h_and_slope(z, tau, q, r)
+        phi, slope = _log_h_and_slope(z, m, tau, q, r)
         phi -= log_t
         if phi > 0.0:
             lo = tau
         else:
             hi = tau
-    inv = 1.0 / (m - tau)
+    inv = -1.0 / tau
     total = 0.0
     for j in range(d):
-        w = z[j] - tau
+        w = (z[j] - m) - tau
         if w > 0.0:
             v = (w * inv) ** r
             x[j] = v
