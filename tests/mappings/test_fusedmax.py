@@ -62,7 +62,7 @@ def test_fusedmax_matches_direct_solve(seed):
     ref = fusedmax_reference(z, alpha)
     p = fusedmax(z, alpha)
     np.testing.assert_allclose(p, ref, atol=1e-6)
-    assert objective(p, z, alpha, "fusedmax") <= objective(ref, z, alpha, "fusedmax") + 1e-12
+    assert objective(p, z, alpha, "fusedmax") <= objective(ref, z, alpha, "fusedmax") + 1e-10
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -76,7 +76,7 @@ def test_oscarmax_matches_direct_solve(seed):
     ref = oscarmax_reference(z, alpha)
     p = oscarmax(z, alpha)
     np.testing.assert_allclose(p, ref, atol=1e-6)
-    assert objective(p, z, alpha, "oscarmax") <= objective(ref, z, alpha, "oscarmax") + 1e-12
+    assert objective(p, z, alpha, "oscarmax") <= objective(ref, z, alpha, "oscarmax") + 1e-10
 
 
 def test_fused_groups_visible_in_output():

@@ -211,7 +211,7 @@ def test_prox_tv1d_matches_slsqp(seed):
     ref = slsqp_epigraph(z, alpha, tv_constraints)
     x = prox_tv1d(z, alpha)
     np.testing.assert_allclose(x, ref, atol=1e-6)
-    assert tv_objective(x, z, alpha) <= tv_objective(ref, z, alpha) + 1e-12
+    assert tv_objective(x, z, alpha) <= tv_objective(ref, z, alpha) + 1e-10
 
 
 def test_prox_tv1d_certificate_on_many_rows():
@@ -352,7 +352,7 @@ def test_prox_oscar_matches_slsqp(seed):
     ref = slsqp_epigraph(z, alpha, oscar_constraints)
     x = prox_oscar(z, alpha)
     np.testing.assert_allclose(x, ref, atol=1e-6)
-    assert oscar_objective(x, z, alpha) <= oscar_objective(ref, z, alpha) + 1e-12
+    assert oscar_objective(x, z, alpha) <= oscar_objective(ref, z, alpha) + 1e-10
 
 
 def test_prox_oscar_alpha_zero_is_identity():
