@@ -267,9 +267,15 @@ class FenchelYoungClassifier(ClassifierMixin, BaseEstimator):
         X, y = validate_data(
             self, X, y, accept_sparse=["csr", "csc"], dtype=np.float64
         )
-        check_classification_targets(y)
-        unique_labels(y)  # a clear ValueError for mixed label types
-        encoder = LabelEncoder().fit(y)
+        try:
+            check_classification_targets(y)
+            unique_labels(y)  # raises for a mix of strings and numbers
+            encoder = LabelEncoder().fit(y)
+        except TypeError as exc:
+            # numpy cannot sort labels of mixed types (e.g. 1 and "a").
+            raise ValueError(
+                f"Mix of label types in y that cannot be ordered: {exc}"
+            ) from exc
         classes = encoder.classes_
         y_ind = encoder.transform(y)
         n_samples, n_features = X.shape
