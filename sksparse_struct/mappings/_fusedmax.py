@@ -37,12 +37,9 @@ from ._tv_fast import prox_tv1d_rows
 __all__ = ["fusedmax", "fusedmax_backward", "oscarmax", "oscarmax_backward"]
 
 
-def _project_prox(prox_rows, z, alpha, return_groups):
+def _project_prox(prox_rows, z, alpha, return_groups, allow_masks):
     alpha = check_positive_scalar(alpha, "alpha", allow_zero=True)
-    # The prox couples entries (neighbours for TV, every pair for OSCAR): an
-    # entry of -inf would drag the others to -inf rather than mask itself, so
-    # masks are not supported and -inf is reported as an error.
-    z_rows, was_1d = check_scores(z, "z", allow_neg_inf=False)
+    z_rows, was_1d = check_scores(z, "z", allow_neg_inf=allow_masks)
     x = np.empty_like(z_rows)
     groups = np.empty(z_rows.shape, dtype=np.int64)
     prox_rows(z_rows, alpha, x, groups)
@@ -101,9 +98,11 @@ def fusedmax(z, alpha=0.1, return_groups=False):
     ----------
     z : array-like of shape (d,) or (n_rows, d)
         Finite scores, in sequence order; applied to every row of a 2-D array.
-        float32 input is computed in float64. ``-inf`` masks are not supported
-        (raise ValueError): the penalty couples neighbours, so a masked entry
-        has no well-defined effect on them; drop masked entries instead.
+            float32 input is computed in float64. ``-inf`` masks are not supported
+        and raise ValueError: the TV prox of ``-inf`` is undefined, and a
+        zero forced in the middle of the sequence still couples its
+        neighbours through the penalty, so masking is not the same as
+        dropping the entry. Drop masked entries (e.g. padding) instead.
     alpha : float, default=0.1
         Strength of the fusion (``>= 0``); 0 gives :func:`sparsemax`. The
         default is the thesis' recommended value.
@@ -131,7 +130,8 @@ def fusedmax(z, alpha=0.1, return_groups=False):
     >>> p.round(3).tolist(), groups.tolist()
     ([0.367, 0.367, 0.267, 0.0], [1, 1, 2, 3])
     """
-    return _project_prox(prox_tv1d_rows, z, alpha, return_groups)
+    # No masks: see the description of z above.
+    return _project_prox(prox_tv1d_rows, z, alpha, return_groups, False)
 
 
 def oscarmax(z, alpha=0.01, return_groups=False):
@@ -148,8 +148,11 @@ def oscarmax(z, alpha=0.01, return_groups=False):
     Parameters
     ----------
     z : array-like of shape (d,) or (n_rows, d)
-        Finite scores; applied to every row of a 2-D array. ``-inf`` masks are
-        not supported (raise ValueError): the penalty couples all entries.
+        Scores; applied to every row of a 2-D array. ``-inf`` entries are
+        masked: they get probability exactly 0 and the result equals oscarmax
+        of the other entries (a zero weight adds ``sum_j p_j = 1``, a
+        constant, to the penalty of each pair it belongs to). A row of only
+        ``-inf`` is an error.
     alpha : float, default=0.01
         Strength of the clustering (``>= 0``); 0 gives :func:`sparsemax`. The
         default is the thesis' recommended value.
@@ -179,7 +182,10 @@ def oscarmax(z, alpha=0.01, return_groups=False):
     >>> oscarmax([1.0, 0.2, 1.05, -1.0], alpha=0.1).round(3).tolist()
     [0.5, 0.0, 0.5, 0.0]
     """
-    return _project_prox(prox_pairwise_max_rows, z, alpha, return_groups)
+    # -inf entries sort last with the smallest weights and stay -inf through
+    # the prox (alone in their blocks); the other entries' weights are shifted
+    # by a constant, which the projection ignores: that is exact masking.
+    return _project_prox(prox_pairwise_max_rows, z, alpha, return_groups, True)
 
 
 def fusedmax_backward(p, groups, dp):

@@ -16,7 +16,9 @@ pairwise-max and the 1-D total variation proxes (Niculae 2018, Prop. 3.4): they 
 of groups as signed integer labels.
 
 No validation happens here: callers pass C-contiguous float64 rows of finite
-values, ``alpha >= 0`` and labels with ``|label| <= d``.
+values (``prox_pairwise_max_rows`` also accepts ``-inf``, which it maps to
+``-inf`` in singleton groups), ``alpha >= 0`` and labels with
+``|label| <= d``.
 """
 
 import numpy as np

@@ -175,6 +175,23 @@ def test_batch_matches_rows(name):
         np.testing.assert_array_equal(backward(pi, gi, dp[i]), dz[i])
 
 
+def test_oscarmax_masks_equal_dropping_entries():
+    rng = np.random.default_rng(13)
+    for _ in range(20):
+        z = rng.normal(size=7)
+        mask = rng.random(7) < 0.4
+        mask[rng.integers(7)] = False  # at least one entry left
+        zm = np.where(mask, -np.inf, z)
+        p, g = oscarmax(zm, 0.1, return_groups=True)
+        np.testing.assert_array_equal(p[mask], 0.0)
+        np.testing.assert_allclose(p[~mask], oscarmax(z[~mask], 0.1), atol=1e-12)
+        dp = rng.normal(size=7)
+        dz = oscarmax_backward(p, g, dp)
+        np.testing.assert_array_equal(dz[mask], 0.0)
+        p_sub, g_sub = oscarmax(z[~mask], 0.1, return_groups=True)
+        np.testing.assert_allclose(dz[~mask], oscarmax_backward(p_sub, g_sub, dp[~mask]), atol=1e-12)
+
+
 # --------------------------------------------------------------------------
 # Backward
 # --------------------------------------------------------------------------
@@ -308,8 +325,11 @@ def test_bad_input(name):
         forward([1.0, 2.0], np.inf)
     with pytest.raises(ValueError, match="NaN.*row 1, position 0"):
         forward([[1.0, 2.0], [np.nan, 0.0]])
-    with pytest.raises(ValueError, match="-inf"):  # masks are not supported
-        forward([1.0, -np.inf, 0.5])
+    if name == "fusedmax":
+        with pytest.raises(ValueError, match="-inf"):  # masks are not supported
+            forward([1.0, -np.inf, 0.5])
+    with pytest.raises(ValueError, match="-inf"):
+        forward([-np.inf, -np.inf])
     p, g = forward([0.3, 0.2, 0.1], return_groups=True)
     with pytest.raises(ValueError, match="shape"):
         backward(p, g[:2], [1.0, 0.0, 0.0])
