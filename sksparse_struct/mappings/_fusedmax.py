@@ -37,9 +37,29 @@ from ._tv_fast import prox_tv1d_rows
 __all__ = ["fusedmax", "fusedmax_backward", "oscarmax", "oscarmax_backward"]
 
 
-def _project_prox(prox_rows, z, alpha, return_groups, allow_masks):
+def _replace_masks_for_tv(z_rows, alpha):
+    """Replace -inf by a finite score low enough to get probability 0.
+
+    The TV prox moves each entry by at most ``2 * alpha`` (``x = z - D^T v``
+    with ``|v| <= alpha``), and the simplex threshold is at least
+    ``max(x) - 1 >= max(z) - 2 * alpha - 1``; so a score of
+    ``max(z) - 4 * alpha - 2`` ends at least 1 below the threshold. Once the
+    masked entries get 0, the substituted objective equals the masked one plus
+    a constant, so the result is exactly the masked fusedmax (and does not
+    depend on the substitute).
+    """
+    masked = np.isneginf(z_rows)
+    if not masked.any():
+        return z_rows
+    row_max = np.max(np.where(masked, -np.inf, z_rows), axis=1, keepdims=True)
+    return np.where(masked, row_max - 4.0 * alpha - 2.0, z_rows)
+
+
+def _project_prox(prox_rows, z, alpha, return_groups, substitute_masks):
     alpha = check_positive_scalar(alpha, "alpha", allow_zero=True)
-    z_rows, was_1d = check_scores(z, "z", allow_neg_inf=allow_masks)
+    z_rows, was_1d = check_scores(z, "z")
+    if substitute_masks:
+        z_rows = _replace_masks_for_tv(z_rows, alpha)
     x = np.empty_like(z_rows)
     groups = np.empty(z_rows.shape, dtype=np.int64)
     prox_rows(z_rows, alpha, x, groups)
@@ -98,11 +118,13 @@ def fusedmax(z, alpha=0.1, return_groups=False):
     ----------
     z : array-like of shape (d,) or (n_rows, d)
         Finite scores, in sequence order; applied to every row of a 2-D array.
-            float32 input is computed in float64. ``-inf`` masks are not supported
-        and raise ValueError: the TV prox of ``-inf`` is undefined, and a
-        zero forced in the middle of the sequence still couples its
-        neighbours through the penalty, so masking is not the same as
-        dropping the entry. Drop masked entries (e.g. padding) instead.
+            float32 input is computed in float64. ``-inf`` entries are masked:
+        the result is the minimiser with those probabilities fixed to 0 (the
+        limit of ``z_i -> -inf``). A masked entry stays in the sequence as a
+        zero, so its neighbours still pay ``alpha * p`` for the jump to it:
+        masking is not the same as dropping the entry (to ignore padding at
+        the end of a sequence, slice it off instead). A row of only ``-inf``
+        is an error.
     alpha : float, default=0.1
         Strength of the fusion (``>= 0``); 0 gives :func:`sparsemax`. The
         default is the thesis' recommended value.
@@ -130,8 +152,7 @@ def fusedmax(z, alpha=0.1, return_groups=False):
     >>> p.round(3).tolist(), groups.tolist()
     ([0.367, 0.367, 0.267, 0.0], [1, 1, 2, 3])
     """
-    # No masks: see the description of z above.
-    return _project_prox(prox_tv1d_rows, z, alpha, return_groups, False)
+    return _project_prox(prox_tv1d_rows, z, alpha, return_groups, True)
 
 
 def oscarmax(z, alpha=0.01, return_groups=False):
@@ -185,7 +206,7 @@ def oscarmax(z, alpha=0.01, return_groups=False):
     # -inf entries sort last with the smallest weights and stay -inf through
     # the prox (alone in their blocks); the other entries' weights are shifted
     # by a constant, which the projection ignores: that is exact masking.
-    return _project_prox(prox_pairwise_max_rows, z, alpha, return_groups, True)
+    return _project_prox(prox_pairwise_max_rows, z, alpha, return_groups, False)
 
 
 def fusedmax_backward(p, groups, dp):

@@ -192,6 +192,73 @@ def test_oscarmax_masks_equal_dropping_entries():
         np.testing.assert_allclose(dz[~mask], oscarmax_backward(p_sub, g_sub, dp[~mask]), atol=1e-12)
 
 
+def fusedmax_masked_reference(z, alpha):
+    """SLSQP on the simplex with masked probabilities fixed to 0 by bounds."""
+    from scipy.optimize import minimize
+
+    z = np.asarray(z, float)
+    d = len(z)
+    masked = np.isneginf(z)
+    zf = np.where(masked, 0.0, z)
+    A = tv_constraints(d)
+    m = d - 1
+
+    def fun(v):
+        return 0.5 * np.sum(((v[:d] - zf) ** 2)[~masked]) + alpha * v[d:].sum()
+
+    def jac(v):
+        return np.concatenate([np.where(masked, 0.0, v[:d] - zf), np.full(m, alpha)])
+
+    e = np.concatenate([np.ones(d), np.zeros(m)])
+    bounds = [(0.0, 0.0 if masked[i] else None) for i in range(d)] + [(None, None)] * m
+    x0 = np.concatenate([np.where(masked, 0.0, 1.0 / (~masked).sum()), np.ones(m)])
+    res = minimize(
+        fun, x0, jac=jac, method="SLSQP", bounds=bounds,
+        constraints=[{"type": "ineq", "fun": lambda v: A @ v, "jac": lambda v: A},
+                     {"type": "eq", "fun": lambda v: e @ v - 1.0, "jac": lambda v: e}],
+        options={"ftol": 1e-15, "maxiter": 5000},
+    )
+    return res.x[:d]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fusedmax_masks_match_constrained_solve(seed):
+    rng = np.random.default_rng(30 + seed)
+    d = 7
+    z = rng.normal(size=d) * 0.5
+    z[rng.choice(d, size=int(rng.integers(1, 4)), replace=False)] = -np.inf
+    alpha = float(rng.choice([0.05, 0.2, 1.0]))
+    p, g = fusedmax(z, alpha, return_groups=True)
+    mask = np.isneginf(z)
+    np.testing.assert_array_equal(p[mask], 0.0)
+    np.testing.assert_allclose(p, fusedmax_masked_reference(z, alpha), atol=1e-6)
+    # The mask is the limit of very low scores.
+    np.testing.assert_allclose(p, fusedmax(np.where(mask, -1e4, z), alpha), atol=1e-12)
+    # Backward: masked entries get no gradient and the others match finite
+    # differences of the masked function.
+    dp = rng.normal(size=d)
+    dz = fusedmax_backward(p, g, dp)
+    np.testing.assert_array_equal(dz[mask], 0.0)
+    free = np.flatnonzero(~mask)
+
+    def restricted(v):
+        full = z.copy()
+        full[free] = v
+        return fusedmax(full, alpha)
+
+    np.testing.assert_allclose(
+        dz[free], central_difference_vjp(restricted, z[free], dp, 1e-7), atol=1e-6
+    )
+
+
+def test_fusedmax_mask_is_not_dropping():
+    # The masked zero is a neighbour: the entry next to it pays for the jump.
+    z = np.array([0.9, 0.1, -np.inf])
+    p = fusedmax(z, 0.1)
+    np.testing.assert_allclose(p, fusedmax_masked_reference(z, 0.1), atol=1e-6)
+    assert not np.allclose(p[:2], fusedmax(z[:2], 0.1))
+
+
 # --------------------------------------------------------------------------
 # Backward
 # --------------------------------------------------------------------------
@@ -325,10 +392,7 @@ def test_bad_input(name):
         forward([1.0, 2.0], np.inf)
     with pytest.raises(ValueError, match="NaN.*row 1, position 0"):
         forward([[1.0, 2.0], [np.nan, 0.0]])
-    if name == "fusedmax":
-        with pytest.raises(ValueError, match="-inf"):  # masks are not supported
-            forward([1.0, -np.inf, 0.5])
-    with pytest.raises(ValueError, match="-inf"):
+    with pytest.raises(ValueError, match="every entry of row 0 of z is -inf"):
         forward([-np.inf, -np.inf])
     p, g = forward([0.3, 0.2, 0.1], return_groups=True)
     with pytest.raises(ValueError, match="shape"):
