@@ -348,6 +348,24 @@ def test_fusedmax_properties(z, alpha):
     np.testing.assert_allclose(fusedmax(z + 2.5, alpha), p, atol=1e-9)
 
 
+@given(z=scores, alpha=alphas, data=st.data(), name=st.sampled_from(sorted(MAPPINGS)))
+def test_masked_properties(z, alpha, data, name):
+    forward, backward = MAPPINGS[name]
+    mask = np.array(data.draw(st.lists(st.booleans(), min_size=len(z), max_size=len(z))))
+    if mask.all():
+        mask[0] = False
+    zm = np.where(mask, -np.inf, z)
+    p, g = forward(zm, alpha, return_groups=True)
+    _check_simplex(p)
+    _check_groups_in_output(p, g)
+    np.testing.assert_array_equal(p[mask], 0.0)
+    # Same as a finite score far below the others (the limit z_i -> -inf).
+    low = np.where(mask, z.min() - 10 * alpha * len(z) - 10, z)
+    np.testing.assert_allclose(forward(low, alpha), p, atol=1e-9)
+    dz = backward(p, g, np.ones_like(z) + np.arange(len(z)))
+    np.testing.assert_array_equal(dz[mask], 0.0)
+
+
 @given(z=scores, alpha=alphas, data=st.data())
 def test_oscarmax_properties(z, alpha, data):
     p, g = oscarmax(z, alpha, return_groups=True)
