@@ -202,10 +202,10 @@ def test_prox_tv1d_matches_brute_force(d, alpha):
         np.testing.assert_allclose(prox_tv1d(z, alpha), tv_brute_force(z, alpha), atol=1e-12)
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(4))
 def test_prox_tv1d_matches_slsqp(seed):
     rng = np.random.default_rng(seed)
-    d = int(rng.integers(5, 12))
+    d = int(rng.integers(5, 10))
     z = rng.normal(size=d) * 2
     alpha = float(rng.choice([0.1, 0.5, 1.5]))
     ref = slsqp_epigraph(z, alpha, tv_constraints)
@@ -216,8 +216,8 @@ def test_prox_tv1d_matches_slsqp(seed):
 
 def test_prox_tv1d_certificate_on_many_rows():
     rng = np.random.default_rng(0)
-    z = np.cumsum(rng.normal(size=(300, 40)), axis=1)
-    z[:100] = rng.integers(-3, 4, size=(100, 40))  # many ties
+    z = np.cumsum(rng.normal(size=(120, 40)), axis=1)
+    z[:40] = rng.integers(-3, 4, size=(40, 40))  # many ties
     for alpha in (0.01, 0.5, 2.0, 30.0):
         x, groups = prox_tv1d(z, alpha, return_groups=True)
         for zi, xi, gi in zip(z, x, groups):
@@ -343,7 +343,7 @@ def test_prox_oscar_brute_force_with_ties_and_zeros():
             np.testing.assert_allclose(prox_oscar(z, alpha), oscar_brute_force(z, alpha), atol=1e-12)
 
 
-@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("seed", range(4))
 def test_prox_oscar_matches_slsqp(seed):
     rng = np.random.default_rng(100 + seed)
     d = int(rng.integers(4, 8))
