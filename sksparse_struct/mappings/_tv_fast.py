@@ -25,8 +25,6 @@ No validation happens here: callers pass C-contiguous float64 rows of finite
 values and ``lam >= 0``.
 """
 
-import numpy as np
-
 from ..utils._numba import njit
 
 

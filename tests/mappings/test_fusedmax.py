@@ -109,7 +109,8 @@ def test_oscarmax_is_not_the_projection_of_the_oscar_prox():
     p = oscarmax(z, alpha)
     np.testing.assert_allclose(p, ref, atol=1e-6)
     assert np.abs(project_simplex(prox_oscar(z, alpha)) - ref).max() > 0.2
-    assert objective(p, z, alpha, "oscarmax") < objective(np.full(6, 1 / 6), z, alpha, "oscarmax") - 0.05
+    uniform = np.full(6, 1 / 6)
+    assert objective(p, z, alpha, "oscarmax") < objective(uniform, z, alpha, "oscarmax") - 0.05
 
 
 @pytest.mark.parametrize("name", MAPPINGS)
@@ -189,7 +190,9 @@ def test_oscarmax_masks_equal_dropping_entries():
         dz = oscarmax_backward(p, g, dp)
         np.testing.assert_array_equal(dz[mask], 0.0)
         p_sub, g_sub = oscarmax(z[~mask], 0.1, return_groups=True)
-        np.testing.assert_allclose(dz[~mask], oscarmax_backward(p_sub, g_sub, dp[~mask]), atol=1e-12)
+        np.testing.assert_allclose(
+            dz[~mask], oscarmax_backward(p_sub, g_sub, dp[~mask]), atol=1e-12
+        )
 
 
 def fusedmax_masked_reference(z, alpha):
