@@ -87,6 +87,13 @@ def prox_oscar(z, alpha, return_groups=False):
         value is exactly 0 at the boundary of that region keeps a non-zero
         label (the one-sided Jacobian of the non-clipped side).
 
+    Notes
+    -----
+    :func:`oscarmax` is *not* the simplex projection of this prox (the
+    absolute values break the composition rule when the projection shifts an
+    entry across 0); it projects the prox of ``sum_{i<j} max(x_i, x_j)``
+    instead, see :mod:`sksparse_struct.mappings._fusedmax`.
+
     Examples
     --------
     >>> from sksparse_struct.mappings import prox_oscar
