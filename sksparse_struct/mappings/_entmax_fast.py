@@ -4,8 +4,8 @@
 threshold ``tau`` such that ``sum(p) == 1`` (Peters, Niculae & Martins 2019).
 With ``s = x / 2`` shifted so that ``max(s) == 0``, the largest probability
 is ``tau**2 <= 1``, hence ``tau >= -1``: only entries with ``s > -1`` can be
-in the support. The kernels collect those candidates in one pass, prune them
-with a few Newton steps on ``F(tau) = sum((s - tau)_+^2) - 1`` (convex and
+in the support. The kernels collect candidates above running lower bounds of
+the threshold in one pass, prune them with a few Newton steps on ``F(tau) = sum((s - tau)_+^2) - 1`` (convex and
 decreasing, so Newton from the left gives increasing lower bounds on the
 threshold), sort the few survivors and find ``tau`` exactly from running sums
 over the sorted prefix.
@@ -74,55 +74,94 @@ def entmax15_threshold_sorted(cand):
 
 
 @njit
-def entmax15_row(z, half_inv_temp, buf, out):
+def _count_tables(d):
+    """1 / c and 1 / sqrt(c) for c = 0..d (entry 0 unused)."""
+    inv_count = np.empty(d + 1)
+    inv_sqrt = np.empty(d + 1)
+    inv_count[0] = 0.0
+    inv_sqrt[0] = 0.0
+    for c in range(1, d + 1):
+        inv_count[c] = 1.0 / c
+        inv_sqrt[c] = 1.0 / np.sqrt(c)
+    return inv_count, inv_sqrt
+
+
+@njit
+def entmax15_row(z, half_inv_temp, buf, inv_count, inv_sqrt, out):
     """out = entmax15(z / temperature) for one row; returns the support size.
 
     ``half_inv_temp`` is ``0.5 / temperature``; ``buf`` is scratch space of at
-    least ``len(z)`` entries.
+    least ``len(z)`` entries; ``inv_count[c] = 1 / c`` and ``inv_sqrt[c] =
+    1 / sqrt(c)`` for ``c`` in 1..len(z) (tables: the one-pass bound below is
+    updated for every kept entry, and a division and a square root there
+    cost as much as the rest of the pass).
     """
     d = z.shape[0]
     width = 1.0 / half_inv_temp
-    # One pass: running max and the entries above (running max - width); the
-    # running max only grows, so this keeps a superset of the candidates.
+    # One pass keeping the entries above a running lower bound on the
+    # threshold (in units of z). With u = (s - tau)_+ (s = z / width scaled
+    # scores), sum(u^2) == 1; from u^2 >= 2 a u - a^2 with a = 1/sqrt(|A|),
+    # ANY set A of entries gives tau_s >= mean_s(A) - 1/sqrt(|A|), and the
+    # top entry gives tau_s >= max(s) - 1. Entries at or below such a bound
+    # are never in the support. Sums run relative to the first kept entry;
+    # a relative margin keeps rounding from dropping a support entry (-inf
+    # entries are never kept: -inf > cut is False).
     m = -np.inf
+    cut = -np.inf
+    ref = 0.0
+    total = 0.0
     c = 0
     for j in range(d):
         v = z[j]
-        if v > m:
-            m = v
-        # Not ``v > m - width``, which rounds to ``v > m`` for huge scores.
-        if m - v < width:
+        if v > cut:
+            if c == 0:
+                ref = v
+            if v > m:
+                m = v
             buf[c] = v
             c += 1
+            total += v - ref
+            bound = max(m - width, ref + total * inv_count[c] - width * inv_sqrt[c])
+            bound -= 1e-9 * (abs(m) + width)
+            if bound > cut:
+                cut = bound
+    # Scaled scores relative to the max, filtered by the final bound.
+    lower = max((cut - m) * half_inv_temp, -1.0)
     c_new = 0
     for j in range(c):
         s = (buf[j] - m) * half_inv_temp
-        if s > -1.0:
+        if s > lower:
             buf[c_new] = s
             c_new += 1
     c = c_new
-    tau = -1.0
+    # Newton iterations on F(tau) = sum((s - tau)_+^2) - 1 from the lower
+    # bound: F is convex and decreasing, so the iterates stay below the
+    # threshold. Branch-free sums; stop once the number of entries above
+    # tau no longer changes, then keep only those (minus a rounding margin).
+    tau = lower
+    k_prev = -1
     for _ in range(64):
         f = -1.0
         g = 0.0
+        k = 0
         for j in range(c):
-            v = buf[j] - tau
-            if v > 0.0:
-                f += v * v
-                g += v
-        if f <= 0.0 or g <= 0.0:
+            w = buf[j] - tau
+            w = w if w > 0.0 else 0.0
+            f += w * w
+            g += w
+            k += w > 0.0
+        if f <= 0.0 or g <= 0.0 or k == k_prev:
             break
+        k_prev = k
         tau += 0.5 * f / g
-        bound = tau - _PRUNE_MARGIN
-        c_new = 0
-        for j in range(c):
-            v = buf[j]
-            if v > bound:
-                buf[c_new] = v
-                c_new += 1
-        if c_new == c:
-            break
-        c = c_new
+    bound = tau - _PRUNE_MARGIN
+    c_new = 0
+    for j in range(c):
+        v = buf[j]
+        if v > bound:
+            buf[c_new] = v
+            c_new += 1
+    c = c_new
     cand = buf[:c]
     _sort_small(cand)
     tau, k = entmax15_threshold_sorted(cand)
@@ -141,9 +180,11 @@ def entmax15_row(z, half_inv_temp, buf, out):
 @njit
 def entmax15_rows(z, half_inv_temp, out):
     """out[i] = entmax15(z[i] / temperature), with half_inv_temp = 0.5 / temperature."""
-    buf = np.empty(z.shape[1])
+    d = z.shape[1]
+    buf = np.empty(d)
+    inv_count, inv_sqrt = _count_tables(d)
     for i in range(z.shape[0]):
-        entmax15_row(z[i], half_inv_temp, buf, out[i])
+        entmax15_row(z[i], half_inv_temp, buf, inv_count, inv_sqrt, out[i])
 
 
 @njit

@@ -6,11 +6,12 @@ rows contain finite values or -inf (masked entries), never NaN or +inf.
 The threshold ``tau`` of the projection onto ``{p >= 0, sum p = radius}``
 satisfies ``tau >= max(z) - radius`` (the largest coordinate of the projection
 is at most ``radius``), so entries ``<= max(z) - radius`` are never in the
-support. The fast kernels keep only the entries above that bound, prune them
-further with Michelot's fixed point, and sort the few survivors: O(d)
-expected in practice. They accumulate the same sorted prefix as the full sort
-and give bitwise the same result. :func:`simplex_threshold_sort` keeps the plain sort-based algorithm
-as a reference for the tests.
+support. The fast kernels keep only the entries above running lower bounds
+of the threshold, prune them with Michelot's fixed point, and sort the few
+survivors: O(d) expected in practice. They accumulate the same sorted prefix
+as the full sort and give bitwise the same result.
+:func:`simplex_threshold_sort` keeps the plain sort-based algorithm as a
+reference for the tests.
 """
 
 import numpy as np
@@ -71,30 +72,46 @@ def simplex_threshold_buf(z, radius, buf):
 
     Returns ``(tau, k, m)`` with the projection ``max(z - m - tau, 0)``.
     ``buf`` is scratch space of at least ``len(z)`` entries. Candidates
-    above ``max(z) - radius`` are copied there (shifted by the max), pruned
-    by Michelot's fixed point (``(sum(S) - radius) / |S|`` is a lower bound on
-    the threshold for any superset ``S`` of the support), then the few
-    survivors are sorted and scanned exactly like the sort-based algorithm.
+    above a running lower bound on the threshold are copied there in one
+    pass (in the spirit of Condat 2016), pruned further by Michelot's fixed
+    point, then the few survivors are sorted and scanned exactly like the
+    sort-based algorithm.
     """
     d = z.shape[0]
-    # One pass: running max, and every entry within radius of it. The running
-    # max only grows, so this keeps a superset of the candidates. ``m - v <
-    # radius`` rather than ``v > m - radius``: the latter rounds to ``v > m``
-    # for huge scores, and it is False for -inf entries (inf or nan).
+    # One pass keeping the entries above a running lower bound on the
+    # threshold. For ANY set A of entries, (sum(A) - radius) / |A| <= tau
+    # (the positive parts (z - tau)_+ over A sum to at most radius), and so is
+    # max(z) - radius: entries at or below such a bound are never in the
+    # support. Sums run relative to the first kept entry; the bound is
+    # lowered by a relative margin so that rounding never drops a support
+    # entry (-inf entries are never kept: -inf > cut is False).
     m = -np.inf
+    cut = -np.inf
+    ref = 0.0
+    total = 0.0
     c = 0
     for j in range(d):
         v = z[j]
-        if v > m:
-            m = v
-        if m - v < radius:
+        if v > cut:
+            if c == 0:
+                ref = v
+            if v > m:
+                m = v
             buf[c] = v
             c += 1
+            total += v - ref
+            bound = max(m - radius, ref + (total - radius) / c)
+            bound -= 1e-9 * (abs(m) + radius)
+            if bound > cut:
+                cut = bound
+    # Shift by the max (full precision for scores far from 0) and filter by
+    # the final bound.
+    lower = max(cut - m, -radius)
     c_new = 0
     total = 0.0
     for j in range(c):
         v = buf[j] - m
-        if v > -radius:
+        if v > lower:
             buf[c_new] = v
             total += v
             c_new += 1
