@@ -8,6 +8,8 @@ mappings
     backward passes, and the projections and proxes they are built from.
 losses
     Fenchel-Young losses.
+linear_model
+    ``FenchelYoungClassifier``: linear classifiers trained with them.
 datasets
     Bundled sample data and loaders.
 """

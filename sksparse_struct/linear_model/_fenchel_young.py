@@ -30,13 +30,13 @@ from ..utils._sklearn_compat import (
 
 __all__ = ["FenchelYoungClassifier"]
 
-# Losses the estimator accepts: the smooth ones, whose objective L-BFGS-B
-# minimises reliably. The piecewise-linear losses of
+# Losses the estimator accepts: the smooth ones, whose objective the Newton
+# and quasi-Newton solvers minimise reliably. The piecewise-linear losses of
 # `sksparse_struct.losses` are left out on purpose: the perceptron loss is
 # zero at W = 0 and positively homogeneous, so with an L2 penalty its
 # minimiser is W = 0; the hinge loss makes the objective non-differentiable
-# exactly where L-BFGS-B starts (W = 0, all scores tied) and its line search
-# fails there. They need a dedicated solver (e.g. dual coordinate ascent).
+# exactly where the solvers start (W = 0, all scores tied) and their line
+# searches fail there. They need a dedicated solver (e.g. dual coordinate ascent).
 _ESTIMATOR_LOSSES = SMOOTH_LOSS_NAMES
 
 
@@ -110,8 +110,9 @@ class FenchelYoungClassifier(ClassifierMixin, BaseEstimator):
     :func:`sksparse_struct.losses.fenchel_young_loss`), ``s_i`` is the sample
     weight times the class weight of sample ``i``, and the intercepts ``b``
     are not penalised. It is solved by a Newton method (or L-BFGS-B) on
-    dense or sparse ``X``. Normalising by the total weight makes integer sample weights
-    equivalent to repeating samples. With ``loss="softmax"`` this is
+    dense or sparse ``X``. Normalising by the total weight makes integer
+    sample weights equivalent to repeating samples. With ``loss="softmax"``
+    this is
     multinomial logistic regression: scikit-learn's ``LogisticRegression(C)``
     with the multinomial loss solves the same problem for
     ``alpha = 1 / (C * sum(sample_weight))``.
@@ -121,8 +122,10 @@ class FenchelYoungClassifier(ClassifierMixin, BaseEstimator):
     then reported the scikit-learn way: ``coef_`` of shape ``(1, n_features)``
     and ``intercept_`` of shape ``(1,)`` hold ``w_1 - w_0`` and ``b_1 - b_0``,
     and ``decision_function`` returns one score per sample, positive for
-    ``classes_[1]``. (The penalty then amounts to ``alpha / 4 *
-    ||w_1 - w_0||^2``.)
+    ``classes_[1]``. At the optimum ``w_0 = -w_1``, so the penalty amounts
+    to ``alpha / 4 * ||w_1 - w_0||^2``: binary ``loss="softmax"`` is
+    scikit-learn's binary ``LogisticRegression(C)`` for
+    ``alpha = 2 / (C * sum(sample_weight))``.
 
     Parameters
     ----------
@@ -134,7 +137,7 @@ class FenchelYoungClassifier(ClassifierMixin, BaseEstimator):
         piecewise-linear ``"perceptron"`` and ``"hinge"`` losses of
         :func:`~sksparse_struct.losses.fenchel_young_loss` are not offered:
         with an L2 penalty the perceptron loss is minimised by ``W = 0``, and
-        the hinge loss is not differentiable, which L-BFGS-B cannot handle.
+        the hinge loss is not differentiable, which both solvers need.
     alpha : float, default=1e-4
         Strength of the L2 penalty on the weights (not on the intercepts).
         ``alpha=0`` is allowed but may not converge on separable data.
