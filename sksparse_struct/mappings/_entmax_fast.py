@@ -5,10 +5,10 @@ threshold ``tau`` such that ``sum(p) == 1`` (Peters, Niculae & Martins 2019).
 With ``s = x / 2`` shifted so that ``max(s) == 0``, the largest probability
 is ``tau**2 <= 1``, hence ``tau >= -1``: only entries with ``s > -1`` can be
 in the support. The kernels collect candidates above running lower bounds of
-the threshold in one pass, prune them with a few Newton steps on ``F(tau) = sum((s - tau)_+^2) - 1`` (convex and
-decreasing, so Newton from the left gives increasing lower bounds on the
-threshold), sort the few survivors and find ``tau`` exactly from running sums
-over the sorted prefix.
+the threshold in one pass, prune them with a few Newton steps on
+``F(tau) = sum((s - tau)_+^2) - 1`` (convex and decreasing, so Newton from
+the left gives increasing lower bounds on the threshold), sort the few
+survivors and find ``tau`` exactly from running sums over the sorted prefix.
 
 No validation happens here: callers pass C-contiguous float64 arrays whose
 rows contain finite values or -inf (masked entries) and at least one finite
