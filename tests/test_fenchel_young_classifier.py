@@ -181,7 +181,9 @@ def test_sample_weight_equals_repetition(multiclass, loss):
     weighted = FenchelYoungClassifier(loss=loss).fit(X, y, sample_weight=sw)
     repeated = FenchelYoungClassifier(loss=loss).fit(X.repeat(sw, axis=0), y.repeat(sw))
     assert_allclose(weighted.coef_, repeated.coef_, rtol=1e-7, atol=1e-8)
-    assert_allclose(weighted.decision_function(X), repeated.decision_function(X), rtol=1e-7, atol=1e-8)
+    assert_allclose(
+        weighted.decision_function(X), repeated.decision_function(X), rtol=1e-7, atol=1e-8
+    )
 
 
 def test_class_weight_is_sample_weight(multiclass):
