@@ -8,7 +8,6 @@ vs 12 ms), and the other steps are single reductions.
 import numpy as np
 
 from ..utils._validation import (
-    as_float_rows,
     check_positive_scalar,
     check_same_rows,
     check_scores,

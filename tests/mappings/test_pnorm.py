@@ -146,7 +146,8 @@ def test_backward_batch_equals_rows():
     prob = sq_pnorm_max(z, p=1.4, temperature=0.7)
     batch = sq_pnorm_max_backward(prob, dp, p=1.4, temperature=0.7)
     for i in range(5):
-        assert np.array_equal(batch[i], sq_pnorm_max_backward(prob[i], dp[i], p=1.4, temperature=0.7))
+        row = sq_pnorm_max_backward(prob[i], dp[i], p=1.4, temperature=0.7)
+        assert np.array_equal(batch[i], row)
     assert np.all(batch[prob == 0] == 0)
 
 
