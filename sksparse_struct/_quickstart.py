@@ -1,0 +1,353 @@
+"""The quickstart behind ``python -m sksparse_struct``.
+
+Trains a part-of-speech classifier on the bundled sample of the UD English Web
+Treebank, one token at a time, with a sparsemax and a softmax Fenchel-Young
+loss, and reports accuracy and how sparse the predicted probabilities are.
+
+Everything but :func:`main` is a pure function returning values, so that the
+pieces can be tested and reused; only :func:`main` prints.
+"""
+
+import argparse
+import time
+
+import numpy as np
+from sklearn.feature_extraction import DictVectorizer
+from threadpoolctl import threadpool_limits
+
+from .datasets import load_ewt_sample
+from .datasets._conllu import words_and_tags
+from .linear_model import FenchelYoungClassifier
+
+__all__ = ["main"]
+
+LOSSES = ("sparsemax", "softmax", "entmax15")
+DEFAULT_LOSSES = ("sparsemax", "softmax")
+DEFAULT_ALPHA = 1e-4
+# "Of course, you could just go in by main force." - short, with words of
+# more than one plausible tag ("Of", "could", "in", "main"), where sparsemax
+# keeps two or three candidates and rules out the rest.
+DEFAULT_SENTENCE = 12
+
+
+def word_shape(word):
+    """Collapsed character classes of a word: ``X`` upper, ``x`` lower, ``d`` digit.
+
+    Runs of the same class are collapsed and other characters are kept as
+    they are, so that the shape generalises across words of one kind.
+
+    Examples
+    --------
+    >>> from sksparse_struct._quickstart import word_shape
+    >>> [word_shape(w) for w in ["Google", "USA", "01/24/2001", "e-mail", "n't"]]
+    ['Xx', 'X', 'd/d/d', 'x-x', "x'x"]
+    """
+    shape = []
+    for char in word:
+        if char.isupper():
+            kind = "X"
+        elif char.islower():
+            kind = "x"
+        elif char.isdigit():
+            kind = "d"
+        else:
+            kind = char
+        if not shape or shape[-1] != kind:
+            shape.append(kind)
+    return "".join(shape)
+
+
+def token_features(words, i):
+    """Indicator features of the ``i``-th word of a sentence, as a dict.
+
+    The lower-cased word, its prefixes and suffixes of length 1 to 3, its
+    shape, whether it is all digits, title-cased or upper-cased, and the
+    lower-cased previous and next words (``<s>`` / ``</s>`` at the edges).
+
+    Examples
+    --------
+    >>> from sksparse_struct._quickstart import token_features
+    >>> sorted(token_features(["I", "saw", "Bob"], 2))
+    ['bias', 'is_title', 'next=</s>', 'prefix1=b', 'prefix2=bo', 'prefix3=bob', \
+'prev=saw', 'shape=Xx', 'suffix1=b', 'suffix2=ob', 'suffix3=bob', 'word=bob']
+    """
+    word = words[i]
+    lower = word.lower()
+    features = {"bias": 1.0, f"word={lower}": 1.0, f"shape={word_shape(word)}": 1.0}
+    for k in (1, 2, 3):
+        features[f"prefix{k}={lower[:k]}"] = 1.0
+        features[f"suffix{k}={lower[-k:]}"] = 1.0
+    if word.isdigit():
+        features["is_digit"] = 1.0
+    if word.istitle():
+        features["is_title"] = 1.0
+    if word.isupper():
+        features["is_upper"] = 1.0
+    features["prev=" + (words[i - 1].lower() if i > 0 else "<s>")] = 1.0
+    features["next=" + (words[i + 1].lower() if i + 1 < len(words) else "</s>")] = 1.0
+    return features
+
+
+def sentence_features(words):
+    """Feature dicts of every word of one sentence (see :func:`token_features`)."""
+    return [token_features(words, i) for i in range(len(words))]
+
+
+def corpus_features(sentences):
+    """Feature dicts of every word of a list of sentences, flattened."""
+    return [features for words in sentences for features in sentence_features(words)]
+
+
+def sparsity(proba):
+    """How sparse rows of predicted probabilities are.
+
+    Returns ``(mean_nonzero, single_fraction)``: the average number of
+    classes with a nonzero probability per row, and the fraction of rows
+    with exactly one (a certain prediction).
+
+    Examples
+    --------
+    >>> from sksparse_struct._quickstart import sparsity
+    >>> sparsity([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0]])
+    (1.5, 0.5)
+    """
+    n_nonzero = np.count_nonzero(np.asarray(proba) > 0, axis=1)
+    return float(n_nonzero.mean()), float(np.mean(n_nonzero == 1))
+
+
+def top_candidates(proba_row, classes, k=None):
+    """The classes with a nonzero probability, most probable first.
+
+    Parameters
+    ----------
+    proba_row : array-like of shape (n_classes,)
+        Probabilities of one sample.
+    classes : sequence of str
+        The class labels, aligned with ``proba_row``.
+    k : int or None, default=None
+        Keep at most ``k`` classes; ``None`` keeps every nonzero one.
+
+    Returns
+    -------
+    candidates : list of (str, float)
+
+    Examples
+    --------
+    >>> from sksparse_struct._quickstart import top_candidates
+    >>> top_candidates([0.2, 0.0, 0.8], ["ADJ", "ADV", "NOUN"])
+    [('NOUN', 0.8), ('ADJ', 0.2)]
+    >>> top_candidates([0.2, 0.0, 0.8], ["ADJ", "ADV", "NOUN"], k=1)
+    [('NOUN', 0.8)]
+    """
+    proba_row = np.asarray(proba_row, dtype=np.float64)
+    # A stable sort keeps ties in class order, so the output is deterministic.
+    order = np.argsort(-proba_row, kind="stable")
+    candidates = [(str(classes[j]), float(proba_row[j])) for j in order
+                  if proba_row[j] > 0]
+    return candidates if k is None else candidates[:k]
+
+
+def run(losses=DEFAULT_LOSSES, alpha=DEFAULT_ALPHA, sentence=DEFAULT_SENTENCE,
+        top_k=3):
+    """Train and evaluate one classifier per loss on the bundled EWT sample.
+
+    Parameters
+    ----------
+    losses : sequence of str, default=("sparsemax", "softmax")
+        Losses of :class:`~sksparse_struct.FenchelYoungClassifier` to compare.
+    alpha : float, default=1e-4
+        L2 penalty of every classifier.
+    sentence : int, default=12
+        Index of the test sentence shown as an example.
+    top_k : int, default=3
+        Number of candidate tags per word of the example that
+        :func:`format_report` shows.
+
+    Returns
+    -------
+    results : dict
+        Data sizes (``n_train_sentences``, ``n_train_tokens``,
+        ``n_test_sentences``, ``n_test_tokens``, ``n_features``,
+        ``n_classes``), ``alpha``, ``models`` (per loss: ``accuracy``,
+        ``mean_nonzero``, ``single_fraction``, ``fit_seconds``, ``n_iter``)
+        and ``example`` (``index``, ``text``, ``words``, ``gold``,
+        ``top_k``, and per loss the ``candidates`` of each word: every
+        (tag, probability) with a nonzero probability, best first).
+    """
+    X_train, y_train = load_ewt_sample("train", return_X_y=True)
+    test_sentences = load_ewt_sample("test")
+    X_test, y_test = words_and_tags(test_sentences)
+    if not 0 <= sentence < len(X_test):
+        raise ValueError(f"sentence must be in [0, {len(X_test) - 1}]; got {sentence}")
+    vectorizer = DictVectorizer()
+    F_train = vectorizer.fit_transform(corpus_features(X_train))
+    F_test = vectorizer.transform(corpus_features(X_test))
+    F_example = vectorizer.transform(sentence_features(X_test[sentence]))
+    tags_train = np.array([tag for tags in y_train for tag in tags])
+    tags_test = np.array([tag for tags in y_test for tag in tags])
+
+    results = {
+        "n_train_sentences": len(X_train),
+        "n_train_tokens": len(tags_train),
+        "n_test_sentences": len(X_test),
+        "n_test_tokens": len(tags_test),
+        "n_features": F_train.shape[1],
+        "n_classes": len(np.unique(tags_train)),
+        "alpha": alpha,
+        "models": {},
+        "example": {
+            "index": sentence,
+            "text": test_sentences[sentence].metadata["text"],
+            "words": list(X_test[sentence]),
+            "gold": list(y_test[sentence]),
+            "top_k": top_k,
+            "candidates": {},
+        },
+    }
+    for loss in losses:
+        clf = FenchelYoungClassifier(loss=loss, alpha=alpha, solver="lbfgs",
+                                     tol=1e-4, max_iter=500)
+        start = time.perf_counter()
+        # L-BFGS works on long vectors with level-1 BLAS calls, which gain
+        # nothing from threads; on a busy machine, OpenBLAS threads spinning
+        # for a core made each iteration 20x slower.
+        with threadpool_limits(limits=1, user_api="blas"):
+            clf.fit(F_train, tags_train)
+        fit_seconds = time.perf_counter() - start
+        proba = clf.predict_proba(F_test)
+        predicted = clf.classes_[np.argmax(proba, axis=1)]
+        mean_nonzero, single_fraction = sparsity(proba)
+        results["models"][loss] = {
+            "accuracy": float(np.mean(predicted == tags_test)),
+            "mean_nonzero": mean_nonzero,
+            "single_fraction": single_fraction,
+            "fit_seconds": fit_seconds,
+            "n_iter": clf.n_iter_,
+        }
+        results["example"]["candidates"][loss] = [
+            top_candidates(row, clf.classes_) for row in clf.predict_proba(F_example)
+        ]
+    return results
+
+
+def _format_candidates(candidates, top_k):
+    text = " ".join(f"{tag} {p:.2f}" for tag, p in candidates[:top_k])
+    if len(candidates) > top_k:
+        text += f" +{len(candidates) - top_k}"
+    return text
+
+
+def format_report(results):
+    """The human-readable report of :func:`run`'s results, as a string."""
+    models = results["models"]
+    losses = list(models)
+    n_classes = results["n_classes"]
+    lines = [
+        "sksparse_struct quickstart: part-of-speech tagging, one token at a time",
+        "",
+        "Data: the bundled sample of the UD English Web Treebank (CC BY-SA 4.0)",
+        f"  train {results['n_train_sentences']} sentences, "
+        f"{results['n_train_tokens']:,} tokens; test {results['n_test_sentences']} "
+        f"sentences, {results['n_test_tokens']:,} tokens",
+        f"  {results['n_features']:,} features (word, prefixes, suffixes, shape, "
+        f"neighbours); {n_classes} UPOS tags",
+        f"Model: DictVectorizer -> FenchelYoungClassifier(loss=..., "
+        f"alpha={results['alpha']:g})",
+        "",
+    ]
+    rows = [
+        ("test accuracy", [f"{models[m]['accuracy']:.3f}" for m in losses]),
+        (f"nonzero probabilities (of {n_classes})",
+         [f"{models[m]['mean_nonzero']:.2f}" for m in losses]),
+        ("tokens with one nonzero probability",
+         [f"{100 * models[m]['single_fraction']:.1f}%" for m in losses]),
+        ("fit time (s)", [f"{models[m]['fit_seconds']:.1f}" for m in losses]),
+    ]
+    label_width = max(len(label) for label, _ in rows) + 2
+    header = " " * label_width + "".join(f"{loss:>11}" for loss in losses)
+    lines.append(header)
+    for label, values in rows:
+        lines.append(f"{label:<{label_width}}" + "".join(f"{v:>11}" for v in values))
+    lines.append("")
+
+    example = results["example"]
+    lines.append(f"Example, test sentence {example['index']}: {example['text']}")
+    top_k = example["top_k"]
+    lines.append(f"(the {top_k} most probable tags; +n: n more tags with a "
+                 "nonzero probability)")
+    word_width = max(len("word"), *(len(w) for w in example["words"])) + 2
+    gold_width = 7
+    cand_text = {
+        loss: [_format_candidates(cands, top_k)
+               for cands in example["candidates"][loss]]
+        for loss in losses
+    }
+    cand_width = {
+        loss: max(len(loss), *(len(t) for t in cand_text[loss])) + 3 for loss in losses
+    }
+    lines.append(f"  {'word':<{word_width}}{'gold':<{gold_width}}"
+                 + "".join(f"{loss:<{cand_width[loss]}}" for loss in losses).rstrip())
+    for i, (word, gold) in enumerate(zip(example["words"], example["gold"])):
+        lines.append(f"  {word:<{word_width}}{gold:<{gold_width}}"
+                     + "".join(f"{cand_text[loss][i]:<{cand_width[loss]}}"
+                               for loss in losses).rstrip())
+    return "\n".join(lines)
+
+
+def _parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="python -m sksparse_struct",
+        description=(
+            "Quickstart: train FenchelYoungClassifier as a part-of-speech "
+            "classifier on the bundled sample of the UD English Web Treebank "
+            "(360 training and 100 test sentences) with several losses, and "
+            "report test accuracy and how sparse predict_proba is."
+        ),
+    )
+    parser.add_argument(
+        "--losses", nargs="+", choices=LOSSES, default=list(DEFAULT_LOSSES),
+        metavar="LOSS",
+        help=f"losses to compare, among {', '.join(LOSSES)} "
+             f"(default: {' '.join(DEFAULT_LOSSES)})",
+    )
+    parser.add_argument(
+        "--alpha", type=float, default=DEFAULT_ALPHA,
+        help=f"L2 penalty of the classifiers (default: {DEFAULT_ALPHA:g})",
+    )
+    parser.add_argument(
+        "--sentence", type=int, default=DEFAULT_SENTENCE,
+        help="index (0-99) of the test sentence shown as an example "
+             f"(default: {DEFAULT_SENTENCE})",
+    )
+    parser.add_argument(
+        "--top-k", type=int, default=3,
+        help="candidate tags shown per word of the example (default: 3)",
+    )
+    args = parser.parse_args(argv)
+    if not 0 <= args.sentence < 100:
+        parser.error(f"--sentence must be between 0 and 99; got {args.sentence}")
+    if args.alpha <= 0:
+        parser.error(f"--alpha must be positive; got {args.alpha}")
+    if args.top_k < 1:
+        parser.error(f"--top-k must be at least 1; got {args.top_k}")
+    # Keep the order given but drop repeats.
+    args.losses = list(dict.fromkeys(args.losses))
+    return args
+
+
+def main(argv=None):
+    """Entry point of ``python -m sksparse_struct``; returns the exit status.
+
+    Parameters
+    ----------
+    argv : list of str, default=None
+        Command-line arguments without the program name; ``None`` means
+        ``sys.argv[1:]``.
+    """
+    args = _parse_args(argv)
+    print("Training on the bundled UD English EWT sample "
+          "(the first run also compiles the numba kernels)...", flush=True)
+    results = run(losses=args.losses, alpha=args.alpha, sentence=args.sentence,
+                  top_k=args.top_k)
+    print(format_report(results))
+    return 0

@@ -1,0 +1,216 @@
+"""Tests for the quickstart behind ``python -m sksparse_struct``."""
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from sksparse_struct import _quickstart
+from sksparse_struct._quickstart import (
+    format_report,
+    main,
+    sentence_features,
+    sparsity,
+    token_features,
+    top_candidates,
+    word_shape,
+)
+from sksparse_struct.datasets import load_ewt_sample
+from sksparse_struct.datasets._conllu import UPOS_TAGS
+
+
+def _row(out, label):
+    """The values of the report's table row starting with ``label``."""
+    [line] = [line for line in out.splitlines() if line.startswith(label)]
+    return line[len(label):].split()
+
+
+def test_main_prints_a_sensible_report(capsys):
+    # The full quickstart, as `python -m sksparse_struct` runs it: two fits
+    # on the bundled sample (a few seconds).
+    assert main([]) == 0
+    out = capsys.readouterr().out
+
+    assert "train 360 sentences, 5,684 tokens; test 100 sentences, 1,182 tokens" in out
+    assert "17 UPOS tags" in out
+    header = out.splitlines()[[i for i, line in enumerate(out.splitlines())
+                               if line.startswith("test accuracy")][0] - 1]
+    assert header.split() == ["sparsemax", "softmax"]
+
+    accuracy = [float(v) for v in _row(out, "test accuracy")]
+    assert accuracy[0] > 0.8 and accuracy[1] > 0.8
+    assert abs(accuracy[0] - accuracy[1]) < 0.05  # same features, same penalty
+
+    nonzero = [float(v) for v in _row(out, "nonzero probabilities (of 17)")]
+    assert 1.0 <= nonzero[0] < 4.0  # sparsemax: a few candidates per token
+    assert nonzero[1] == 17.0  # softmax: never exactly zero
+
+    single = [float(v.rstrip("%")) for v in _row(out, "tokens with one nonzero probability")]
+    assert 10.0 < single[0] < 100.0 and single[1] == 0.0
+
+    # The example: one line per word, in order, with the gold tag and the
+    # candidates of each model.
+    test = load_ewt_sample("test")[_quickstart.DEFAULT_SENTENCE]
+    assert f"Example, test sentence {_quickstart.DEFAULT_SENTENCE}: {test.metadata['text']}" in out
+    lines = out.splitlines()
+    start = [i for i, line in enumerate(lines) if line.strip().startswith("word")][0]
+    rows = lines[start + 1:start + 1 + len(test)]
+    assert len(rows) == len(test)
+    for row, token in zip(rows, test):
+        fields = row.split()
+        assert fields[:2] == [token["form"], token["upos"]]
+        pairs = re.findall(r"([A-Z]+) (\d\.\d\d)", row)
+        assert all(tag in UPOS_TAGS for tag, _ in pairs)
+    # Sparsemax's candidates are all of its nonzero probabilities unless a
+    # "+n" follows, so they sum to one (up to the 2-digit rounding).
+    for row in rows:
+        sparsemax_part = row[lines[start].index("sparsemax"):lines[start].index("softmax")]
+        if "+" not in sparsemax_part:
+            total = sum(float(p) for p in re.findall(r"\d\.\d\d", sparsemax_part))
+            assert abs(total - 1.0) <= 0.02, row
+        softmax_part = row[lines[start].index("softmax"):]
+        assert softmax_part.rstrip().endswith("+14")  # 17 nonzero, 3 shown
+
+
+def test_help(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: python -m sksparse_struct")
+    for option in ["--losses", "--alpha", "--sentence", "--top-k"]:
+        assert option in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--sentence", "100"], "--sentence must be between 0 and 99"),
+    (["--sentence", "-1"], "--sentence must be between 0 and 99"),
+    (["--alpha", "0"], "--alpha must be positive"),
+    (["--top-k", "0"], "--top-k must be at least 1"),
+    (["--losses", "hinge"], "invalid choice: 'hinge'"),
+    (["--alpha", "lots"], "invalid float value"),
+    (["--frobnicate"], "unrecognized arguments"),
+])
+def test_bad_arguments(capsys, argv, message):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_python_dash_m_entry_point():
+    # __main__.py is wired to main(); --help exits before any training.
+    done = subprocess.run([sys.executable, "-m", "sksparse_struct", "--help"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: python -m sksparse_struct")
+
+
+def test_run_rejects_a_bad_sentence_index():
+    with pytest.raises(ValueError, match=r"sentence must be in \[0, 99\]; got 100"):
+        _quickstart.run(losses=(), sentence=100)
+
+
+def test_run_without_models_reports_the_data():
+    results = _quickstart.run(losses=(), sentence=0)
+    assert results["n_train_sentences"] == 360 and results["n_test_tokens"] == 1182
+    assert results["n_classes"] == 17 and results["models"] == {}
+    assert results["example"]["words"][:3] == ["What", "if", "Google"]
+    assert results["example"]["text"] == "What if Google Morphed Into GoogleOS?"
+
+
+# --------------------------------------------------------------------------
+# The pure pieces
+
+
+@pytest.mark.parametrize("word, shape", [
+    ("Google", "Xx"), ("USA", "X"), ("usa", "x"), ("42", "d"), ("3.14", "d.d"),
+    ("e-mail", "x-x"), ("GoogleOS", "XxX"), ("n't", "x'x"), (",", ","),
+    ("!!!!", "!"), ("", ""), ("Été", "Xx"),
+])
+def test_word_shape(word, shape):
+    assert word_shape(word) == shape
+
+
+def test_token_features_at_the_edges():
+    f = token_features(["Hello"], 0)
+    assert f["prev=<s>"] == 1.0 and f["next=</s>"] == 1.0
+    assert f["word=hello"] == f["is_title"] == f["bias"] == 1.0
+    assert "is_upper" not in f and "is_digit" not in f
+    # Prefixes/suffixes longer than the word are the word itself.
+    g = token_features(["a", "2001", "IBM"], 1)
+    assert g["prefix3=200"] == g["suffix3=001"] == g["is_digit"] == 1.0
+    assert g["prev=a"] == g["next=ibm"] == 1.0
+    h = token_features(["a", "2001", "IBM"], 2)
+    assert h["is_upper"] == 1.0 and h["prefix3=ibm"] == 1.0 and "is_title" not in h
+    assert all(v == 1.0 for v in h.values())
+
+
+def test_sentence_features_do_not_mutate_and_have_one_dict_per_word():
+    words = ["The", "cat", "sat"]
+    features = sentence_features(words)
+    assert words == ["The", "cat", "sat"]
+    assert len(features) == 3 and features[1]["prev=the"] == features[1]["next=sat"] == 1.0
+    assert sentence_features([]) == []
+
+
+def test_sparsity():
+    assert sparsity(np.eye(3)) == (1.0, 1.0)
+    assert sparsity(np.full((2, 4), 0.25)) == (4.0, 0.0)
+    mean, single = sparsity([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0], [0.3, 0.7]])
+    assert mean == 1.5 and single == 0.5
+
+
+def test_top_candidates_order_ties_and_zeros():
+    classes = ["A", "B", "C", "D"]
+    assert top_candidates([0.25, 0.25, 0.0, 0.5], classes) == [
+        ("D", 0.5), ("A", 0.25), ("B", 0.25)]
+    assert top_candidates([0.25, 0.25, 0.0, 0.5], classes, k=2) == [("D", 0.5), ("A", 0.25)]
+    assert top_candidates([0.0, 0.0, 1.0, 0.0], classes) == [("C", 1.0)]
+
+
+def _fake_results():
+    return {
+        "n_train_sentences": 2, "n_train_tokens": 5, "n_test_sentences": 1,
+        "n_test_tokens": 2, "n_features": 1234, "n_classes": 3, "alpha": 0.001,
+        "models": {
+            "sparsemax": {"accuracy": 0.5, "mean_nonzero": 1.5,
+                          "single_fraction": 0.5, "fit_seconds": 0.25, "n_iter": 3},
+            "softmax": {"accuracy": 1.0, "mean_nonzero": 3.0,
+                        "single_fraction": 0.0, "fit_seconds": 1.0, "n_iter": 4},
+        },
+        "example": {
+            "index": 0, "text": "Hi there", "words": ["Hi", "there"],
+            "gold": ["INTJ", "ADV"], "top_k": 2,
+            "candidates": {
+                "sparsemax": [[("INTJ", 1.0)], [("ADV", 0.5), ("NOUN", 0.25), ("X", 0.25)]],
+                "softmax": [[("INTJ", 0.9), ("X", 0.06), ("ADV", 0.04)],
+                            [("ADV", 0.6), ("X", 0.3), ("NOUN", 0.1)]],
+            },
+        },
+    }
+
+
+def test_format_report_exact_values():
+    text = format_report(_fake_results())
+    assert "train 2 sentences, 5 tokens; test 1 sentences, 2 tokens" in text
+    assert "1,234 features" in text and "3 UPOS tags" in text and "alpha=0.001" in text
+    assert _row(text, "test accuracy") == ["0.500", "1.000"]
+    assert _row(text, "nonzero probabilities (of 3)") == ["1.50", "3.00"]
+    assert _row(text, "tokens with one nonzero probability") == ["50.0%", "0.0%"]
+    assert _row(text, "fit time (s)") == ["0.2", "1.0"]
+    assert "Example, test sentence 0: Hi there" in text
+    lines = text.splitlines()
+    assert lines[-2].split() == ["Hi", "INTJ", "INTJ", "1.00", "INTJ", "0.90", "X", "0.06", "+1"]
+    assert lines[-1].split() == ["there", "ADV", "ADV", "0.50", "NOUN", "0.25", "+1",
+                                 "ADV", "0.60", "X", "0.30", "+1"]
+    # Columns line up: each model's candidates start under its name.
+    header = lines[-3]
+    assert lines[-1].index("ADV 0.50") == header.index("sparsemax")
+    assert lines[-1].index("ADV 0.60") == header.index("softmax")
+    # Table values are right-aligned under the model names.
+    table_header = [line for line in lines if line.strip() == "sparsemax    softmax"][0]
+    accuracy_line = [line for line in lines if line.startswith("test accuracy")][0]
+    assert len(accuracy_line) == len(table_header)
