@@ -189,19 +189,26 @@ def entmax15_rows(z, half_inv_temp, out):
 
 @njit
 def entmax15_backward_rows(p, dp, inv_temp, out):
-    """out = J^T dp with J = inv_temp * (diag(g) - g g^T / sum(g)), g = sqrt(p)."""
+    """out = J^T dp with J = inv_temp * (diag(g) - g g^T / sum(g)), g = sqrt(p).
+
+    One pass over each row records the support; the output is then zeroed
+    and written on the support only (outputs are usually very sparse).
+    """
     n, d = p.shape
+    support = np.empty(d, dtype=np.int64)
     for i in range(n):
         sum_g = 0.0
         dot = 0.0
+        k = 0
         for j in range(d):
             if p[i, j] > 0.0:
                 g = np.sqrt(p[i, j])
                 sum_g += g
                 dot += g * dp[i, j]
+                support[k] = j
+                k += 1
         ratio = dot / sum_g if sum_g > 0.0 else 0.0
-        for j in range(d):
-            if p[i, j] > 0.0:
-                out[i, j] = inv_temp * np.sqrt(p[i, j]) * (dp[i, j] - ratio)
-            else:
-                out[i, j] = 0.0
+        out[i, :] = 0.0
+        for t in range(k):
+            j = support[t]
+            out[i, j] = inv_temp * np.sqrt(p[i, j]) * (dp[i, j] - ratio)

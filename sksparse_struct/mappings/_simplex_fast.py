@@ -179,14 +179,23 @@ def project_simplex_rows(z, radius, out):
 
 @njit
 def sparsemax_backward_rows(p, dp, scale, out):
-    """out = J^T dp with J = scale * (diag(s) - s s^T / |s|), s = (p > 0)."""
-    for i in range(p.shape[0]):
+    """out = J^T dp with J = scale * (diag(s) - s s^T / |s|), s = (p > 0).
+
+    One pass over each row records the support; the output is then zeroed
+    and written on the support only (outputs are usually very sparse).
+    """
+    n, d = p.shape
+    support = np.empty(d, dtype=np.int64)
+    for i in range(n):
         total = 0.0
-        n_support = 0
-        for j in range(p.shape[1]):
+        k = 0
+        for j in range(d):
             if p[i, j] > 0.0:
                 total += dp[i, j]
-                n_support += 1
-        mean = total / n_support if n_support > 0 else 0.0
-        for j in range(p.shape[1]):
-            out[i, j] = scale * (dp[i, j] - mean) if p[i, j] > 0.0 else 0.0
+                support[k] = j
+                k += 1
+        mean = total / k if k > 0 else 0.0
+        out[i, :] = 0.0
+        for t in range(k):
+            j = support[t]
+            out[i, j] = scale * (dp[i, j] - mean)
