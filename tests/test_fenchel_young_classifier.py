@@ -338,3 +338,47 @@ def test_bad_weights_and_params(multiclass):
     clf = FenchelYoungClassifier().fit(X, y)
     with pytest.raises(ValueError, match="features"):
         clf.predict(X[:, :5])
+
+
+# ---------------------------------------------------------------------------
+# the Newton solver on its own
+
+
+def test_newton_cg_solves_a_quadratic_exactly():
+    from sksparse_struct.linear_model._newton import newton_cg
+
+    rng = np.random.RandomState(6)
+    M = rng.normal(size=(12, 12))
+    A = M @ M.T + 0.1 * np.eye(12)
+    b = rng.normal(size=12)
+    w, info = newton_cg(
+        lambda w: (0.5 * w @ A @ w - b @ w, A @ w - b),
+        lambda v: A @ v,
+        np.zeros(12),
+        tol=1e-10,
+        max_iter=50,
+    )
+    assert info["status"] == 0 and info["grad_max"] <= 1e-10
+    assert_allclose(w, np.linalg.solve(A, b), rtol=1e-8)
+
+
+def test_newton_cg_reports_max_iter():
+    from sksparse_struct.linear_model._newton import newton_cg
+
+    # log(cosh(w)) summed: Newton from far away needs several steps.
+    def loss_grad(w):
+        return float(np.sum(np.logaddexp(w, -w))), np.tanh(w)
+
+    state = {}
+
+    def track(w):
+        state["w"] = w
+        return loss_grad(w)
+
+    def hessp(v):
+        return (1 - np.tanh(state["w"]) ** 2) * v
+
+    w, info = newton_cg(track, hessp, np.full(3, 5.0), tol=1e-12, max_iter=2)
+    assert info["status"] == 1 and info["n_iter"] == 2
+    w, info = newton_cg(track, hessp, np.full(3, 5.0), tol=1e-12, max_iter=100)
+    assert info["status"] == 0 and np.abs(w).max() < 1e-12
