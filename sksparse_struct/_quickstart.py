@@ -13,7 +13,6 @@ import time
 
 import numpy as np
 from sklearn.feature_extraction import DictVectorizer
-from threadpoolctl import threadpool_limits
 
 from .datasets import load_ewt_sample
 from .datasets._conllu import words_and_tags
@@ -208,11 +207,7 @@ def run(losses=DEFAULT_LOSSES, alpha=DEFAULT_ALPHA, sentence=DEFAULT_SENTENCE,
         clf = FenchelYoungClassifier(loss=loss, alpha=alpha, solver="lbfgs",
                                      tol=1e-4, max_iter=500)
         start = time.perf_counter()
-        # L-BFGS works on long vectors with level-1 BLAS calls, which gain
-        # nothing from threads; on a busy machine, OpenBLAS threads spinning
-        # for a core made each iteration 20x slower.
-        with threadpool_limits(limits=1, user_api="blas"):
-            clf.fit(F_train, tags_train)
+        clf.fit(F_train, tags_train)
         fit_seconds = time.perf_counter() - start
         proba = clf.predict_proba(F_test)
         predicted = clf.classes_[np.argmax(proba, axis=1)]

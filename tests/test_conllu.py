@@ -178,7 +178,8 @@ def test_round_trip(sentence_list):
 
 @pytest.mark.parametrize("lines, line_no, message", [
     # column count
-    (["# c", "1\tHi\thi\tINTJ\tUH\t_\t0\troot\t_"], 2, "expected 10 tab-separated columns, found 9"),
+    (["# c", "1\tHi\thi\tINTJ\tUH\t_\t0\troot\t_"], 2,
+     "expected 10 tab-separated columns, found 9"),
     ([WORD + "\t_"], 1, "found 11"),
     (["1 Hi hi INTJ UH _ 0 root _ _"], 1, "found 1"),
     ([WORD, "   "], 2, "found 1"),
@@ -196,7 +197,8 @@ def test_round_trip(sentence_list):
     ([WORD, token_line(2, head="_")], 2, "HEAD '_' of word 2 is not a non-negative integer"),
     ([WORD, token_line(2, head="-1")], 2, "HEAD '-1' of word 2 is not"),
     ([WORD, token_line(2, head="1.1")], 2, "HEAD '1.1' of word 2 is not"),
-    ([WORD, token_line(2, head=3)], 2, "HEAD 3 of word 2 is out of range: the sentence has 2 words"),
+    ([WORD, token_line(2, head=3)], 2,
+     "HEAD 3 of word 2 is out of range: the sentence has 2 words"),
     ([WORD, token_line(2, head=7), "", WORD], 2, "HEAD 7 of word 2 is out of range"),
     ([WORD, token_line(2, head=2)], 2, "word 2 is its own head"),
     # other columns
@@ -260,7 +262,8 @@ def test_file_errors_name_the_file(tmp_path):
 
 def test_invalid_utf8(tmp_path):
     path = tmp_path / "latin1.conllu"
-    path.write_bytes((WORD + "\n\n").encode() + "1\tcaf\xe9\tx\tNOUN\tNN\t_\t0\troot\t_\t_\n".encode("latin-1"))
+    latin1 = "1\tcaf\xe9\tx\tNOUN\tNN\t_\t0\troot\t_\t_\n".encode("latin-1")
+    path.write_bytes((WORD + "\n\n").encode() + latin1)
     with pytest.raises(ValueError, match=r"latin1\.conllu, line 3: not valid UTF-8"):
         read_conllu_sentences(path)
 

@@ -229,3 +229,54 @@ def test_sample_follows_the_stated_rule(shared_data, subset):
 def test_source_is_the_stated_commit(shared_data):
     text = (shared_data / "ud" / "UD_English-EWT" / "SOURCE").read_text()
     assert SOURCE_COMMIT in text
+
+
+# --------------------------------------------------------------------------
+# From a real (non-editable) installation
+
+
+@pytest.mark.slow
+def test_loader_works_from_a_built_copy(tmp_path):
+    # Build the package the way `pip install .` does (setuptools' build step,
+    # which copies package_data; the wheel is a zip of its output), from a
+    # copy of the sources so that nothing is written into the checkout, then
+    # load the sample in a fresh interpreter that imports the built copy.
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ["setup.py", "README.rst", "LICENSE", "MANIFEST.in"]:
+        shutil.copy(root / name, src / name)
+    shutil.copytree(root / "sksparse_struct", src / "sksparse_struct",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc",
+                                                  "data"))
+    # Only the files that git tracks in data/ (a stray local file must not
+    # make the test pass).
+    (src / "sksparse_struct" / "datasets" / "data").mkdir()
+    for name in [*EWT_SAMPLE_FILES.values(), "EWT_SAMPLE_LICENSE.txt"]:
+        shutil.copy(root / "sksparse_struct" / "datasets" / "data" / name,
+                    src / "sksparse_struct" / "datasets" / "data" / name)
+    build = tmp_path / "build"
+    subprocess.run([sys.executable, "setup.py", "-q", "build", "--build-base", str(build)],
+                   cwd=src, check=True, capture_output=True, timeout=600)
+    site = build / "lib"
+    assert sorted(p.name for p in (site / "sksparse_struct" / "datasets" / "data").iterdir()) == \
+        sorted([*EWT_SAMPLE_FILES.values(), "EWT_SAMPLE_LICENSE.txt"])
+    code = (
+        "import sksparse_struct.datasets as d; "
+        "print(d.__file__); "
+        "print(len(d.load_ewt_sample('train')), len(d.load_ewt_sample('test')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(site)},
+    )
+    assert done.returncode == 0, done.stderr
+    where, counts = done.stdout.splitlines()
+    assert where.startswith(str(site))  # the built copy, not the checkout
+    assert counts == "360 100"
