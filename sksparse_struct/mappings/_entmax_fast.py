@@ -4,8 +4,8 @@
 threshold ``tau`` such that ``sum(p) == 1`` (Peters, Niculae & Martins 2019).
 With ``s = x / 2`` shifted so that ``max(s) == 0``, the largest probability
 is ``tau**2 <= 1``, hence ``tau >= -1``: only entries with ``s > -1`` can be
-in the support. The kernels collect candidates above running lower bounds of
-the threshold in one pass, prune them with a few Newton steps on
+in the support. The kernels collect those candidates in a branch-free pass,
+prune them with a few Newton steps on
 ``F(tau) = sum((s - tau)_+^2) - 1`` (convex and decreasing, so Newton from
 the left gives increasing lower bounds on the threshold), sort the few
 survivors and find ``tau`` exactly from running sums over the sorted prefix.
@@ -74,65 +74,42 @@ def entmax15_threshold_sorted(cand):
 
 
 @njit
-def _count_tables(d):
-    """1 / c and 1 / sqrt(c) for c = 0..d (entry 0 unused)."""
-    inv_count = np.empty(d + 1)
-    inv_sqrt = np.empty(d + 1)
-    inv_count[0] = 0.0
-    inv_sqrt[0] = 0.0
-    for c in range(1, d + 1):
-        inv_count[c] = 1.0 / c
-        inv_sqrt[c] = 1.0 / np.sqrt(c)
-    return inv_count, inv_sqrt
-
-
-@njit
-def entmax15_row(z, half_inv_temp, buf, inv_count, inv_sqrt, out):
+def entmax15_row(z, half_inv_temp, buf, out):
     """out = entmax15(z / temperature) for one row; returns the support size.
 
     ``half_inv_temp`` is ``0.5 / temperature``; ``buf`` is scratch space of at
-    least ``len(z)`` entries; ``inv_count[c] = 1 / c`` and ``inv_sqrt[c] =
-    1 / sqrt(c)`` for ``c`` in 1..len(z) (tables: the one-pass bound below is
-    updated for every kept entry, and a division and a square root there
-    cost as much as the rest of the pass).
+    least ``len(z)`` entries.
     """
     d = z.shape[0]
-    width = 1.0 / half_inv_temp
-    # One pass keeping the entries above a running lower bound on the
-    # threshold (in units of z). With u = (s - tau)_+ (s = z / width scaled
-    # scores), sum(u^2) == 1; from u^2 >= 2 a u - a^2 with a = 1/sqrt(|A|),
-    # ANY set A of entries gives tau_s >= mean_s(A) - 1/sqrt(|A|), and the
-    # top entry gives tau_s >= max(s) - 1. Entries at or below such a bound
-    # are never in the support. Sums run relative to the first kept entry;
-    # a relative margin keeps rounding from dropping a support entry (-inf
-    # entries are never kept: -inf > cut is False).
-    m = -np.inf
-    cut = -np.inf
-    ref = 0.0
-    total = 0.0
-    c = 0
-    for j in range(d):
-        v = z[j]
-        if v > cut:
-            if c == 0:
-                ref = v
-            if v > m:
-                m = v
-            buf[c] = v
-            c += 1
-            total += v - ref
-            bound = max(m - width, ref + total * inv_count[c] - width * inv_sqrt[c])
-            bound -= 1e-9 * (abs(m) + width)
-            if bound > cut:
-                cut = bound
-    # Scaled scores relative to the max, filtered by the final bound.
-    lower = max((cut - m) * half_inv_temp, -1.0)
+    # Row max with four independent accumulators (no loop-carried
+    # dependency on a single one), then a branch-free pass that writes every
+    # scaled score and advances only past candidates (-inf never counts).
+    m0 = -np.inf
+    m1 = -np.inf
+    m2 = -np.inf
+    m3 = -np.inf
+    j = 0
+    while j + 4 <= d:
+        a0 = z[j]
+        a1 = z[j + 1]
+        a2 = z[j + 2]
+        a3 = z[j + 3]
+        m0 = a0 if a0 > m0 else m0
+        m1 = a1 if a1 > m1 else m1
+        m2 = a2 if a2 > m2 else m2
+        m3 = a3 if a3 > m3 else m3
+        j += 4
+    while j < d:
+        a0 = z[j]
+        m0 = a0 if a0 > m0 else m0
+        j += 1
+    m = max(max(m0, m1), max(m2, m3))
+    lower = -1.0
     c_new = 0
-    for j in range(c):
-        s = (buf[j] - m) * half_inv_temp
-        if s > lower:
-            buf[c_new] = s
-            c_new += 1
+    for j in range(d):
+        s = (z[j] - m) * half_inv_temp
+        buf[c_new] = s
+        c_new += s > lower
     c = c_new
     # Newton iterations on F(tau) = sum((s - tau)_+^2) - 1 from the lower
     # bound: F is convex and decreasing, so the iterates stay below the
@@ -180,11 +157,9 @@ def entmax15_row(z, half_inv_temp, buf, inv_count, inv_sqrt, out):
 @njit
 def entmax15_rows(z, half_inv_temp, out):
     """out[i] = entmax15(z[i] / temperature), with half_inv_temp = 0.5 / temperature."""
-    d = z.shape[1]
-    buf = np.empty(d)
-    inv_count, inv_sqrt = _count_tables(d)
+    buf = np.empty(z.shape[1])
     for i in range(z.shape[0]):
-        entmax15_row(z[i], half_inv_temp, buf, inv_count, inv_sqrt, out[i])
+        entmax15_row(z[i], half_inv_temp, buf, out[i])
 
 
 @njit
