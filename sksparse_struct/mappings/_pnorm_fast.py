@@ -58,12 +58,12 @@ def kkt_residual(x, z, q, temperature):
 
 
 @njit
-def _log_h_and_slope(z, m, tau, q, r):
+def _log_h_and_slope(s, tau, q, r):
     """log h(tau) and its derivative, with h(tau) = S_r / S_(r+1)^((2-q)/q).
 
-    ``tau`` is relative to the row max ``m`` (``tau < 0``), ``S_a =
-    sum(w^a)`` with ``w = (z - m - tau)_+``. ``h`` is homogeneous of degree
-    one in ``w``, so sums run over ``w / max(w)`` (no overflow when
+    ``s`` holds scores minus the row max and ``tau < 0`` is relative to the
+    max; ``S_a = sum(w^a)`` with ``w = (s - tau)_+``. ``h`` is homogeneous
+    of degree one in ``w``, so sums run over ``w / max(w)`` (no overflow when
     ``r = 1/(q-1)`` is large) and ``log(max(w))`` is added back.
     """
     w_max = -tau
@@ -71,8 +71,8 @@ def _log_h_and_slope(z, m, tau, q, r):
     s_rm1 = 0.0
     s_r = 0.0
     s_rp1 = 0.0
-    for j in range(z.shape[0]):
-        w = (z[j] - m) - tau
+    for j in range(s.shape[0]):
+        w = s[j] - tau
         if w > 0.0:
             v = w * inv
             a = v ** (r - 1.0)
@@ -86,7 +86,7 @@ def _log_h_and_slope(z, m, tau, q, r):
 
 
 @njit
-def sq_pnorm_max_row(z, q, temperature, max_iter, tol, x):
+def sq_pnorm_max_row(z, q, temperature, max_iter, tol, buf, x):
     """Solve one row into ``x``; returns (n_iter, KKT residual).
 
     The KKT conditions give ``x = w^r / sum(w^r)`` with ``w = (z - tau)_+``
@@ -94,6 +94,7 @@ def sq_pnorm_max_row(z, q, temperature, max_iter, tol, x):
     root gives a KKT point, so the root is unique (strict convexity). It is
     found by Newton's method on ``log h`` inside a bisection bracket, in
     coordinates relative to the row max (full precision for large scores).
+    ``buf`` is scratch space of at least ``len(z)`` entries.
     """
     d = z.shape[0]
     r = 1.0 / (q - 1.0)
@@ -102,10 +103,13 @@ def sq_pnorm_max_row(z, q, temperature, max_iter, tol, x):
     for j in range(d):
         if z[j] > m:
             m = z[j]
+    for j in range(d):
+        buf[j] = z[j] - m
+    cand = buf[:d]
     hi = 0.0  # h(0) == 0 < temperature
     # With only the top entry in the support h(-t) == t; widen until h >= t.
     lo = -temperature
-    phi_lo, slope_lo = _log_h_and_slope(z, m, lo, q, r)
+    phi_lo, slope_lo = _log_h_and_slope(cand, lo, q, r)
     phi_lo -= log_t
     phi_hi = -np.inf
     slope_hi = 0.0
@@ -115,9 +119,16 @@ def sq_pnorm_max_row(z, q, temperature, max_iter, tol, x):
         phi_hi = phi_lo
         slope_hi = slope_lo
         lo *= 2.0
-        phi_lo, slope_lo = _log_h_and_slope(z, m, lo, q, r)
+        phi_lo, slope_lo = _log_h_and_slope(cand, lo, q, r)
         phi_lo -= log_t
         n_iter += 1
+    # Every iterate stays above lo, so entries at or below lo never matter.
+    c = 0
+    for j in range(d):
+        if buf[j] > lo:
+            buf[c] = buf[j]
+            c += 1
+    cand = buf[:c]
     # Start Newton from the end of the bracket closer to the root (the upper
     # end can be the root itself, e.g. when the support is a single entry).
     if abs(phi_hi) < abs(phi_lo):
@@ -146,7 +157,7 @@ def sq_pnorm_max_row(z, q, temperature, max_iter, tol, x):
             tau = new
             break
         tau = new
-        phi, slope = _log_h_and_slope(z, m, tau, q, r)
+        phi, slope = _log_h_and_slope(cand, tau, q, r)
         phi -= log_t
         if phi > 0.0:
             lo = tau
@@ -171,8 +182,9 @@ def sq_pnorm_max_row(z, q, temperature, max_iter, tol, x):
 @njit
 def sq_pnorm_max_rows(z, q, temperature, max_iter, tol, out, n_iter, residual):
     """Row-wise sq-pnorm-max; per-row iteration counts and KKT residuals."""
+    buf = np.empty(z.shape[1])
     for i in range(z.shape[0]):
-        it, res = sq_pnorm_max_row(z[i], q, temperature, max_iter, tol, out[i])
+        it, res = sq_pnorm_max_row(z[i], q, temperature, max_iter, tol, buf, out[i])
         n_iter[i] = it
         residual[i] = res
 
