@@ -67,8 +67,8 @@ def token_features(words, i):
     --------
     >>> from sksparse_struct._quickstart import token_features
     >>> sorted(token_features(["I", "saw", "Bob"], 2))
-    ['bias', 'is_title', 'next=</s>', 'prefix1=b', 'prefix2=bo', 'prefix3=bob', \
-'prev=saw', 'shape=Xx', 'suffix1=b', 'suffix2=ob', 'suffix3=bob', 'word=bob']
+    ['bias', 'is_title', 'next=</s>', 'prefix1=b', 'prefix2=bo', 'prefix3=bob',
+     'prev=saw', 'shape=Xx', 'suffix1=b', 'suffix2=ob', 'suffix3=bob', 'word=bob']
     """
     word = words[i]
     lower = word.lower()
@@ -204,16 +204,15 @@ def run(losses=DEFAULT_LOSSES, alpha=DEFAULT_ALPHA, sentence=DEFAULT_SENTENCE,
         },
     }
     for loss in losses:
-        clf = FenchelYoungClassifier(loss=loss, alpha=alpha, solver="lbfgs",
-                                     tol=1e-4, max_iter=500)
+        # tol=1e-4 on the gradient: on this sample, tighter tolerances move
+        # at most a token or two of the test predictions but triple the time.
+        clf = FenchelYoungClassifier(loss=loss, alpha=alpha, tol=1e-4)
         start = time.perf_counter()
         clf.fit(F_train, tags_train)
         fit_seconds = time.perf_counter() - start
-        proba = clf.predict_proba(F_test)
-        predicted = clf.classes_[np.argmax(proba, axis=1)]
-        mean_nonzero, single_fraction = sparsity(proba)
+        mean_nonzero, single_fraction = sparsity(clf.predict_proba(F_test))
         results["models"][loss] = {
-            "accuracy": float(np.mean(predicted == tags_test)),
+            "accuracy": float(clf.score(F_test, tags_test)),
             "mean_nonzero": mean_nonzero,
             "single_fraction": single_fraction,
             "fit_seconds": fit_seconds,
