@@ -23,7 +23,10 @@ What is measured
    numba's on-disk cache, the time to import ``sksparse_struct.mappings`` and
    the time of the first forward and backward call of each mapping, with the
    number of numba cache misses seen in that process (should be 0: a miss
-   means the kernel was recompiled).
+   means the kernel was recompiled). The first call of *any* numba function
+   in a process pays a one-time set-up of numba's runtime; a trivial cached
+   kernel is called first to measure that part ("numba init") apart from
+   what each mapping adds.
 
 The tables are printed as reStructuredText "simple tables", ready to paste in
 ``doc/benchmarks.rst``. Numbers depend on the machine and on its load; the
@@ -42,6 +45,7 @@ import subprocess
 import sys
 import time
 
+import numba
 import numpy as np
 
 SHAPES = [(2000, 512), (200, 10000)]
@@ -161,11 +165,28 @@ def build_cases(m, z, dp, u, csparsemax_method=None):
         lambda: m.fertility_attention(z, fertility, "csparsemax"),
         fertility_backward,
     )
+    cases[NUMBA_BASELINE] = (lambda: _numba_baseline(z[0]), None)
     return cases
 
 
 def available(m, name):
+    if name == NUMBA_BASELINE:
+        return True
     return all(hasattr(m, attr) for attr in REQUIRED[name])
+
+
+# A trivial cached kernel: its first call in a new process shows what any
+# numba function costs to load from the cache (runtime and LLVM set-up),
+# independently of sksparse_struct.
+NUMBA_BASELINE = "(numba baseline)"
+
+
+@numba.njit(cache=True)
+def _numba_baseline(a):
+    out = 0.0
+    for v in a:
+        out += v
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -280,8 +301,6 @@ def machine_header():
                     break
     except OSError:
         pass
-    import numba
-
     import sksparse_struct
 
     lines = [
@@ -322,6 +341,8 @@ def bench_throughput(m, repeats, torch_ok):
         z, dp, u = make_inputs(n_rows, dim)
         cases = build_cases(m, z, dp, u)
         for name, (forward, backward) in cases.items():
+            if name == NUMBA_BASELINE:
+                continue
             if not available(m, name):
                 if name not in missing:
                     missing.append(name)
@@ -428,24 +449,30 @@ def run_cold(names):
 def bench_cold_start(m, samples):
     names = [name for name in REQUIRED if available(m, name)]
     # The warm-up process compiles whatever is not yet in numba's cache.
-    warm = run_cold(names)
+    warm = run_cold([NUMBA_BASELINE] + names)
     header = ["mapping", "numpy+numba import s", "sksparse_struct import s",
-              "first fwd ms", "first bwd ms", "2nd fwd ms", "cache misses"]
+              "numba init ms", "first fwd ms", "first bwd ms", "first call total ms",
+              "2nd fwd ms", "cache misses"]
     rows = []
     for name in names:
-        runs = [run_cold([name]) for _ in range(samples)]
+        # The trivial baseline kernel runs first and absorbs numba's one-time
+        # set-up, so "first fwd/bwd" are what this mapping itself adds.
+        runs = [run_cold([NUMBA_BASELINE, name]) for _ in range(samples)]
         deps = statistics.median(r["deps_s"] for r in runs)
         imp = statistics.median(r["import_s"] for r in runs)
+        init = statistics.median(r["calls"][NUMBA_BASELINE][0] for r in runs) * 1e3
         calls = [r["calls"][name] for r in runs]
         first_fwd = statistics.median(c[0] for c in calls) * 1e3
-        first_bwd = (
-            statistics.median(c[1] for c in calls) * 1e3
-            if calls[0][1] is not None else None
-        )
+        has_bwd = calls[0][1] is not None
+        first_bwd = statistics.median(c[1] for c in calls) * 1e3 if has_bwd else None
+        total = statistics.median(
+            r["calls"][NUMBA_BASELINE][0] + r["calls"][name][0]
+            + (r["calls"][name][1] or 0.0) for r in runs
+        ) * 1e3
         second = statistics.median(c[2] for c in calls) * 1e3
         misses = max(r["cache_misses"] for r in runs)
-        rows.append([name, fmt(deps), fmt(imp), fmt(first_fwd), fmt(first_bwd),
-                     fmt(second, 3), str(misses)])
+        rows.append([name, fmt(deps), fmt(imp), fmt(init), fmt(first_fwd),
+                     fmt(first_bwd), fmt(total), fmt(second, 3), str(misses)])
     return header, rows, warm
 
 
