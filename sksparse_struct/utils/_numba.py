@@ -1,13 +1,17 @@
 """The one place where numba compilation defaults are set.
 
 Every compiled kernel in the package is decorated with :func:`njit` from this
-module, so that caching and other options are set consistently. Kernels are
-module-level functions that only call other module-level kernels: a cached
-function that receives a jitted function as an argument misses the on-disk
-cache in every new process (see DESIGN.md, "Known traps").
+module, so that caching and other options are set consistently. Kernels live
+in ``_*_fast.py`` modules and are module-level functions that only call other
+module-level kernels: a cached function that receives a jitted function as an
+argument misses the on-disk cache in every new process (see DESIGN.md, "Known
+traps").
 """
 
 import functools
+import hashlib
+import os
+from pathlib import Path
 
 import numba
 
@@ -18,5 +22,49 @@ __all__ = ["njit", "NUMBA_OPTIONS"]
 # fastmath stays off: we promise results to the last digit, and fastmath
 # licenses reassociation and assumes no inf/nan (we use -inf as a mask).
 NUMBA_OPTIONS = {"cache": True, "nogil": True, "fastmath": False}
+
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]
+_STAMP_NAME = "numba-kernel-sources.stamp"
+
+
+def _kernel_sources_stamp(package_dir):
+    """A digest of the path, size and mtime of every kernel module."""
+    digest = hashlib.sha1()
+    for path in sorted(package_dir.rglob("_*_fast.py")):
+        stat = path.stat()
+        digest.update(f"{path}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def clear_stale_kernel_caches(package_dir=_PACKAGE_DIR):
+    """Delete numba's on-disk caches of the package when any kernel module changed.
+
+    numba invalidates a cached function only when *its own* source file
+    changes, yet a kernel compiled with a call to a kernel of another module
+    embeds that callee's machine code. After editing one ``_*_fast.py`` file
+    (or a ``git pull``), the caches of the kernels calling into it would run
+    the old code, with wrong results or crashes. So whenever any kernel module
+    changed since the caches were written, all of them are dropped and
+    recompiled. Returns whether caches were cleared. Read-only installs
+    (where numba caches elsewhere and files never change) are left alone.
+    """
+    try:
+        stamp = _kernel_sources_stamp(package_dir)
+        stamp_file = package_dir / "__pycache__" / _STAMP_NAME
+        if stamp_file.is_file() and stamp_file.read_text() == stamp:
+            return False
+        for pattern in ("*.nbi", "*.nbc"):
+            for cached in package_dir.rglob(f"__pycache__/{pattern}"):
+                cached.unlink(missing_ok=True)
+        stamp_file.parent.mkdir(exist_ok=True)
+        tmp = stamp_file.with_name(f"{_STAMP_NAME}.{os.getpid()}")
+        tmp.write_text(stamp)
+        os.replace(tmp, stamp_file)
+        return True
+    except OSError:
+        return False
+
+
+clear_stale_kernel_caches()
 
 njit = functools.partial(numba.njit, **NUMBA_OPTIONS)
