@@ -18,26 +18,11 @@ value per row.
 import numpy as np
 
 from ..utils._numba import njit
+from ._simplex_fast import sort_small
 
 # Candidates within this distance below a Newton lower bound are kept, so that
 # rounding in the bound can never drop an entry of the support.
 _PRUNE_MARGIN = 1e-10
-
-
-@njit
-def _sort_small(a):
-    """Sort a 1-D array in place; insertion sort for the short arrays we meet."""
-    n = a.shape[0]
-    if n > 24:
-        a.sort()
-        return
-    for i in range(1, n):
-        v = a[i]
-        j = i - 1
-        while j >= 0 and a[j] > v:
-            a[j + 1] = a[j]
-            j -= 1
-        a[j + 1] = v
 
 
 @njit
@@ -140,7 +125,7 @@ def entmax15_row(z, half_inv_temp, buf, out):
             c_new += 1
     c = c_new
     cand = buf[:c]
-    _sort_small(cand)
+    sort_small(cand)
     tau, k = entmax15_threshold_sorted(cand)
     total = 0.0
     for j in range(c - k, c):
