@@ -84,3 +84,16 @@ def test_check_positive_scalar_rejects(value):
 def test_check_positive_scalar_zero_allowed():
     assert check_positive_scalar(0, "alpha", allow_zero=True) == 0.0
     assert check_positive_scalar(np.float32(2), "alpha") == 2.0
+
+
+def test_check_backward_inputs():
+    from sksparse_struct.utils import check_backward_inputs
+
+    p, dp, was_1d = check_backward_inputs([0.5, 0.5], [1, 2])
+    assert was_1d and p.shape == dp.shape == (1, 2) and dp.dtype == np.float64
+    with pytest.raises(ValueError, match="does not match"):
+        check_backward_inputs([0.5, 0.5], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match=r"p contains NaN \(row 0, position 1\)"):
+        check_backward_inputs([0.5, np.nan], [1.0, 2.0])
+    with pytest.raises(ValueError, match=r"dp contains -inf"):
+        check_backward_inputs([0.5, 0.5], [1.0, -np.inf])

@@ -3,9 +3,8 @@
 import numpy as np
 
 from ..utils._validation import (
-    as_float_rows,
+    check_backward_inputs,
     check_bounds,
-    check_same_rows,
     check_scores,
     restore_shape,
 )
@@ -100,9 +99,7 @@ def csoftmax_backward(p, u, dp):
     >>> dz.round(3).tolist(), du.round(3).tolist()
     ([0.0, 0.2, -0.2], [-0.5, 0.0, 0.0])
     """
-    p_rows, was_1d = as_float_rows(p, "p")
-    dp_rows, _ = check_scores(dp, "dp", allow_neg_inf=False)
-    check_same_rows(p_rows, dp_rows, "p", "dp")
+    p_rows, dp_rows, was_1d = check_backward_inputs(p, dp)
     u_rows = check_bounds(u, p_rows, "u")
     dz = np.empty_like(p_rows)
     du = np.empty_like(p_rows)

@@ -3,8 +3,8 @@
 import numpy as np
 
 from ..utils._validation import (
+    check_backward_inputs,
     check_positive_scalar,
-    check_same_rows,
     check_scores,
     restore_shape,
 )
@@ -81,9 +81,7 @@ def entmax15_backward(p, dp, temperature=1.0):
     [0.317, -0.317, 0.0]
     """
     temperature = check_positive_scalar(temperature, "temperature")
-    p_rows, was_1d = check_scores(p, "p", allow_neg_inf=False)
-    dp_rows, _ = check_scores(dp, "dp", allow_neg_inf=False)
-    check_same_rows(p_rows, dp_rows, "p", "dp")
+    p_rows, dp_rows, was_1d = check_backward_inputs(p, dp)
     out = np.empty_like(p_rows)
     entmax15_backward_rows(p_rows, dp_rows, 1.0 / temperature, out)
     return restore_shape(out, was_1d)

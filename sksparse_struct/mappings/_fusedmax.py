@@ -24,7 +24,7 @@ prox of the pairwise max without absolute values, and is exact.
 import numpy as np
 
 from ..utils._validation import (
-    as_float_rows,
+    check_backward_inputs,
     check_positive_scalar,
     check_same_rows,
     check_scores,
@@ -94,9 +94,7 @@ def _check_groups(groups, p_rows):
 
 
 def _backward(p, groups, dp):
-    p_rows, was_1d = as_float_rows(p, "p")
-    dp_rows, _ = check_scores(dp, "dp", allow_neg_inf=False)
-    check_same_rows(p_rows, dp_rows, "p", "dp")
+    p_rows, dp_rows, was_1d = check_backward_inputs(p, dp)
     group_rows = _check_groups(groups, p_rows)
     # dz = J_prox^T J_P^T dp: the projection's (sparsemax) Jacobian first,
     # with support p > 0, then the prox's group averaging.

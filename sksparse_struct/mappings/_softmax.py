@@ -8,8 +8,8 @@ vs 12 ms), and the other steps are single reductions.
 import numpy as np
 
 from ..utils._validation import (
+    check_backward_inputs,
     check_positive_scalar,
-    check_same_rows,
     check_scores,
     restore_shape,
 )
@@ -103,9 +103,7 @@ def softmax_backward(p, dp, temperature=1.0):
     [0.25, -0.25]
     """
     temperature = check_positive_scalar(temperature, "temperature")
-    p_rows, was_1d = check_scores(p, "p", allow_neg_inf=False)
-    dp_rows, _ = check_scores(dp, "dp", allow_neg_inf=False)
-    check_same_rows(p_rows, dp_rows, "p", "dp")
+    p_rows, dp_rows, was_1d = check_backward_inputs(p, dp)
     dot = np.einsum("ij,ij->i", p_rows, dp_rows)
     out = np.subtract(dp_rows, dot[:, np.newaxis])
     out *= p_rows

@@ -3,9 +3,8 @@
 import numpy as np
 
 from ..utils._validation import (
-    as_float_rows,
+    check_backward_inputs,
     check_positive_scalar,
-    check_same_rows,
     check_scores,
     restore_shape,
 )
@@ -110,9 +109,7 @@ def sparsemax_backward(p, dp, temperature=1.0):
         Gradient with respect to the scores ``z``.
     """
     temperature = check_positive_scalar(temperature, "temperature")
-    p_rows, was_1d = as_float_rows(p, "p")
-    dp_rows, _ = check_scores(dp, "dp", allow_neg_inf=False)
-    check_same_rows(p_rows, dp_rows, "p", "dp")
+    p_rows, dp_rows, was_1d = check_backward_inputs(p, dp)
     out = np.empty_like(p_rows)
     sparsemax_backward_rows(p_rows, dp_rows, 1.0 / temperature, out)
     return restore_shape(out, was_1d)

@@ -2,6 +2,7 @@
 
 from ._numba import njit
 from ._validation import (
+    check_backward_inputs,
     as_float_rows,
     check_bounds,
     check_positive_scalar,
@@ -13,6 +14,7 @@ from ._validation import (
 __all__ = [
     "njit",
     "as_float_rows",
+    "check_backward_inputs",
     "check_bounds",
     "check_positive_scalar",
     "check_same_rows",

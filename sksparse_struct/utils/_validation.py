@@ -15,6 +15,7 @@ __all__ = [
     "check_scores",
     "check_bounds",
     "check_same_rows",
+    "check_backward_inputs",
     "check_positive_scalar",
     "restore_shape",
 ]
@@ -183,6 +184,23 @@ def check_same_rows(a, b, name_a, name_b):
             f"{name_b} has shape {b.shape}, which does not match {name_a}'s "
             f"shape {a.shape}."
         )
+
+
+def check_backward_inputs(p, dp, name="p"):
+    """Validate a forward output and an incoming gradient for a backward pass.
+
+    Both must be finite (a forward output never holds NaN or inf) and have
+    the same shape.
+
+    Returns
+    -------
+    p_rows, dp_rows : ndarray of shape (n_rows, d), float64, C-contiguous
+    was_1d : bool
+    """
+    p_rows, was_1d = check_scores(p, name, allow_neg_inf=False)
+    dp_rows, _ = check_scores(dp, "dp", allow_neg_inf=False)
+    check_same_rows(p_rows, dp_rows, name, "dp")
+    return p_rows, dp_rows, was_1d
 
 
 def check_positive_scalar(value, name, allow_zero=False):
