@@ -10,7 +10,7 @@ from hypothesis.extra.numpy import arrays
 from sklearn.exceptions import ConvergenceWarning
 
 from sksparse_struct.mappings import sparsemax, sq_pnorm_max, sq_pnorm_max_backward
-from sksparse_struct.mappings._pnorm_fast import sq_pnorm_max_rows
+from sksparse_struct.mappings._pnorm_fast import sq_pnorm_max_pg_rows, sq_pnorm_max_rows
 from tests._helpers import central_difference_vjp, solve_on_simplex
 
 finite_scores = arrays(
@@ -254,3 +254,125 @@ def test_bad_parameters():
         sq_pnorm_max_backward([0.0, 0.0], [0.0, 1.0])
     with pytest.raises(ValueError, match="does not match"):
         sq_pnorm_max_backward([0.5, 0.5], [0.0, 1.0, 2.0])
+
+
+# ---------------------------------------------------------------- projected gradient
+
+PG = "projected_gradient"
+
+
+def pg_rows(z, q, temperature, max_iter=10_000, tol=1e-6):
+    """The PG kernel directly: output, iteration counts and residuals."""
+    z = np.ascontiguousarray(np.atleast_2d(z), dtype=np.float64)
+    out = np.empty_like(z)
+    n_iter = np.empty(z.shape[0], np.int64)
+    residual = np.empty(z.shape[0])
+    sq_pnorm_max_pg_rows(z, q, temperature, max_iter, tol, out, n_iter, residual)
+    return out, n_iter, residual
+
+
+@pytest.mark.parametrize("q", [1.2, 1.5, 1.8, 2.0])
+@pytest.mark.parametrize("temperature", [0.3, 1.0, 4.0])
+def test_pg_matches_newton_and_kkt(q, temperature):
+    rng = np.random.default_rng(int(10 * q + temperature))
+    z = rng.normal(size=(12, 30)) * rng.choice([0.3, 1.0, 5.0], size=(12, 1))
+    z[:, 0] += 1e6 * (np.arange(12) % 2)  # large scores: shift must be exact
+    z[3, 5:] = -np.inf  # masked entries
+    z[4, :] = z[4, 0]  # all equal
+    z[5, :3] = z[5].max() + 0.1  # ties at the top
+    # p = 1.2 is slow for projected gradient (documented): a looser tol.
+    tol = 1e-6 if q < 1.5 else 1e-8
+    ref = sq_pnorm_max(z, p=q, temperature=temperature)
+    got, _, residual = pg_rows(z, q, temperature, max_iter=20_000, tol=tol)
+    converged = residual <= tol
+    # Every row converges except, at p = 1.2, rows whose solution has entries
+    # of order 1e-13 (scores within 1e-3 of the threshold): their step is
+    # tiny. Those rows are reported, and the public function warns.
+    assert converged.all() or q < 1.5
+    assert converged.sum() >= 10
+    kwargs = dict(p=q, temperature=temperature, tol=tol, method=PG, max_iter=20_000)
+    if not converged.all():
+        with pytest.warns(ConvergenceWarning, match=f"{(~converged).sum()} of 12 rows"):
+            public = sq_pnorm_max(z, **kwargs)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            public = sq_pnorm_max(z, **kwargs)
+    assert np.allclose(public, got, rtol=0, atol=1e-12)
+    assert np.all(got >= 0) and np.allclose(got.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    assert np.all(got[3, 5:] == 0.0)
+    # Documented accuracy: within tol / (p - 1) of the exact solution.
+    assert np.abs(got - ref)[converged].max() <= tol / (q - 1)
+    # The KKT residual (units of z / temperature) is below tol.
+    for i in np.flatnonzero(converged):
+        zi = z[i] - z[i].max()
+        assert kkt_violation(got[i], zi / temperature, q, 1.0) <= tol * (1 + 1e-6)
+
+
+def test_pg_kernel_reports_residual_and_iterations():
+    rng = np.random.default_rng(7)
+    z = rng.normal(size=(5, 40))
+    out, n_iter, residual = pg_rows(z, 1.5, 1.0, tol=1e-7)
+    assert np.all(residual <= 1e-7) and n_iter.max() >= 1
+    for i in range(5):
+        assert residual[i] == pytest.approx(kkt_violation(out[i], z[i], 1.5, 1.0), rel=1e-6)
+    # q == 2: the starting point (sparsemax) is already the solution.
+    out, n_iter, residual = pg_rows(z, 2.0, 1.0, tol=1e-12)
+    assert np.all(n_iter == 0) and np.allclose(out, sparsemax(z), rtol=0, atol=1e-15)
+    # d == 1 and a single finite entry: no iteration needed.
+    out, n_iter, _ = pg_rows([[3.0], [-np.inf], [1.0]][0:1], 1.5, 1.0)
+    assert out.tolist() == [[1.0]] and n_iter.tolist() == [0]
+    out, n_iter, _ = pg_rows([[-np.inf, 2.0, -np.inf]], 1.3, 0.5)
+    assert out.tolist() == [[0.0, 1.0, 0.0]] and n_iter.tolist() == [0]
+
+
+@pytest.mark.parametrize("q", [1.3, 1.5, 1.8])
+def test_backward_from_pg_output(q):
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=(4, 8))
+    dp = rng.normal(size=(4, 8))
+    exact = sq_pnorm_max(z, p=q)
+    approx = sq_pnorm_max(z, p=q, method=PG, tol=1e-10)
+    assert np.array_equal(approx > 0, exact > 0)
+    got = sq_pnorm_max_backward(approx, dp, p=q)
+    ref = sq_pnorm_max_backward(exact, dp, p=q)
+    assert np.allclose(got, ref, rtol=0, atol=1e-6)
+
+
+@given(finite_scores, st.floats(1.5, 2.0), temperatures)
+def test_pg_property_close_to_newton(z, q, temperature):
+    # p >= 1.5: projected gradient converges within the default max_iter
+    # (p near 1 can stall on entries of order 1e-13, see the docstring).
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = sq_pnorm_max(z, p=q, temperature=temperature, method=PG, tol=1e-7)
+    assert np.all(got >= 0) and abs(got.sum() - 1.0) <= 1e-12
+    ref = sq_pnorm_max(z, p=q, temperature=temperature)
+    assert np.abs(got - ref).max() <= 1e-7 / (q - 1)
+    scale = np.where(np.isfinite(z), z - z.max(), -np.inf) / temperature
+    assert kkt_violation(got, scale, q, 1.0) <= 1e-7 * (1 + 1e-6)
+
+
+def test_pg_convergence_warning_and_defaults():
+    z = np.random.default_rng(0).normal(size=(3, 50))
+    with pytest.warns(ConvergenceWarning, match=r"method='projected_gradient'.*max_iter=2"):
+        sq_pnorm_max(z, p=1.5, method=PG, max_iter=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        a = sq_pnorm_max(z, p=1.5, method=PG)
+        b = sq_pnorm_max(z, p=1.5, method=PG, max_iter=10_000, tol=1e-6)
+        c = sq_pnorm_max(z, p=1.5, method="newton", max_iter=100, tol=1e-12)
+    assert np.array_equal(a, b)
+    assert np.array_equal(c, sq_pnorm_max(z, p=1.5))
+    assert np.abs(a - c).max() <= 2e-6
+
+
+@pytest.mark.parametrize("bad", ["pg", "Newton", None, 1])
+def test_bad_method(bad):
+    match = r"method must be one of \['newton', 'projected_gradient'\]"
+    with pytest.raises(ValueError, match=match):
+        sq_pnorm_max([0.0, 1.0], method=bad)
+    with pytest.raises(ValueError, match="max_iter"):
+        sq_pnorm_max([0.0, 1.0], method=PG, max_iter=0)
+    with pytest.raises(ValueError, match="tol"):
+        sq_pnorm_max([0.0, 1.0], method=PG, tol=0.0)
