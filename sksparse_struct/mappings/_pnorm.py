@@ -131,9 +131,9 @@ def sq_pnorm_max(z, p=1.5, temperature=1.0, max_iter=None, tol=None, method="new
     max_iter : int or None, default=None
         Iterations per row; a ``ConvergenceWarning`` is raised when a row does
         not converge (for ``"projected_gradient"``: its final KKT residual
-        exceeds ``tol``; the last iterate is returned). ``None`` means 100 Newton steps for ``"newton"`` and
-        10000 projected-gradient steps (backtracking trials not counted)
-        for ``"projected_gradient"``.
+        exceeds ``tol``; the last iterate is returned). ``None`` means 100
+        Newton steps for ``"newton"`` and 10000 projected-gradient steps
+        (backtracking trials not counted) for ``"projected_gradient"``.
     tol : float or None, default=None
         For ``"newton"``: relative step size of the threshold at which the
         iteration stops (``None`` means 1e-12). For ``"projected_gradient"``:
