@@ -86,7 +86,7 @@ def _tsallis15(p_rows, params):
 
 
 def _check_pnorm_params(params):
-    allowed = {"p", "max_iter", "tol"}
+    allowed = {"p", "max_iter", "tol", "method"}
     unknown = set(params) - allowed
     if unknown:
         raise ValueError(
