@@ -274,6 +274,8 @@ def fmt(x, digits=2):
         return "-"
     if isinstance(x, str):
         return x
+    # Decide the format on the rounded value, so 9.999 prints as 10.0.
+    x = float(f"{x:.3g}")
     if x >= 100:
         return f"{x:.0f}"
     if x >= 10:
