@@ -47,6 +47,9 @@ html_theme = "alabaster"
 html_theme_options = {
     "description": "Sparse and structured prediction, scikit-learn style",
     "fixed_sidebar": True,
+    # Wide enough for the code examples and the benchmark tables.
+    "page_width": "1180px",
+    "sidebar_width": "230px",
 }
 html_static_path = []
 html_title = f"sksparse_struct {release}"
