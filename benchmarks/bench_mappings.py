@@ -330,17 +330,8 @@ def machine_header():
 
 
 def bench_throughput(m, repeats, torch_ok):
-    header = [
-        "mapping",
-        "shape",
-        "fwd ms",
-        "bwd ms",
-        "entmax fwd ms",
-        "entmax bwd ms",
-        "fwd ratio",
-        "bwd ratio",
-        "max |diff|",
-    ]
+    header = ["mapping", "shape", "fwd ms", "bwd ms", "entmax fwd", "entmax bwd",
+              "fwd ratio", "bwd ratio", "max diff"]
     rows = []
     missing = []
     for n_rows, dim in SHAPES:
@@ -377,8 +368,8 @@ def bench_throughput(m, repeats, torch_ok):
 
 
 def bench_csparsemax_scaling(m, repeats):
-    header = ["method", "rows x d", "fwd us/row", "bwd us/row",
-              "fwd ratio 10k/1k", "bwd ratio 10k/1k"]
+    header = ["method", "rows x d", "fwd us/row", "bwd us/row", "fwd 10k/1k",
+              "bwd 10k/1k"]
     rows = []
     if not available(m, "csparsemax"):
         return header, rows
@@ -457,9 +448,8 @@ def bench_cold_start(m, samples):
     names = [name for name in REQUIRED if available(m, name)]
     # The warm-up process compiles whatever is not yet in numba's cache.
     warm = run_cold([NUMBA_BASELINE] + names)
-    header = ["mapping", "numpy+numba import s", "sksparse_struct import s",
-              "numba init ms", "first fwd ms", "first bwd ms", "first call total ms",
-              "2nd fwd ms", "cache misses"]
+    header = ["mapping", "deps import s", "pkg import s", "numba init ms",
+              "1st fwd ms", "1st bwd ms", "1st total ms", "2nd fwd ms", "misses"]
     rows = []
     for name in names:
         # The trivial baseline kernel runs first and absorbs numba's one-time
@@ -508,7 +498,9 @@ def main(argv=None):
     print(f"repeats: {repeats} (median reported), float64 throughout")
     print()
 
-    print("Forward / backward time per call, whole array (ratio = ours / entmax)")
+    print("Forward / backward time per call on the whole array, ms; entmax columns: "
+          "the entmax package (PyTorch), ratio = ours / entmax, max diff = largest "
+          "difference of outputs and gradients")
     print()
     header, rows, missing = bench_throughput(m, repeats, torch_ok)
     print(rst_table(header, rows))
@@ -528,7 +520,9 @@ def main(argv=None):
 
     if not args.no_cold_start:
         print("Cold start in a new process with a warm numba cache "
-              f"(median of {cold_samples}; tiny 4x16 input)")
+              f"(median of {cold_samples}; tiny 4x16 input). deps = numpy + numba; "
+              "pkg = sksparse_struct on top; numba init = first call of a trivial "
+              "cached kernel; misses = kernels recompiled")
         print()
         header, rows, _ = bench_cold_start(m, cold_samples)
         print(rst_table(header, rows))
