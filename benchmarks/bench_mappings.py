@@ -161,13 +161,13 @@ def build_cases(m, z, dp, u, csparsemax_method=None):
     # each step's bounds are the fertilities minus the attention already
     # received. Fertilities large enough for all steps keep it feasible.
     fertility = np.full(dim, 2.0 * n_rows / dim)
-    fertility_backward = None
-    if hasattr(m, "fertility_attention_backward"):
-        def fertility_backward(att):
-            return m.fertility_attention_backward(att, fertility, dp, "csparsemax")
+
+    def fertility_backward(att):
+        return m.fertility_attention_backward(att, fertility, dp, "csparsemax")
+
     cases["fertility_attention"] = (
         lambda: m.fertility_attention(z, fertility, "csparsemax"),
-        fertility_backward,
+        fertility_backward if hasattr(m, "fertility_attention_backward") else None,
     )
     cases[NUMBA_BASELINE] = (lambda: _numba_baseline(z[0]), None)
     return cases
