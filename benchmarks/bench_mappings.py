@@ -64,6 +64,9 @@ REQUIRED = {
     "sparsemax": ["sparsemax", "sparsemax_backward"],
     "entmax15": ["entmax15", "entmax15_backward"],
     "sq_pnorm_max": ["sq_pnorm_max", "sq_pnorm_max_backward"],
+    # The thesis' generic solver (accelerated projected gradient), for
+    # comparison with the exact default; same backward pass.
+    "sq_pnorm_max[pgd]": ["sq_pnorm_max", "sq_pnorm_max_backward"],
     "fusedmax": ["fusedmax", "fusedmax_backward"],
     "oscarmax": ["oscarmax", "oscarmax_backward"],
     "csoftmax": ["csoftmax", "csoftmax_backward"],
@@ -132,6 +135,10 @@ def build_cases(m, z, dp, u, csparsemax_method=None):
         lambda: m.sq_pnorm_max(z, p=1.5),
         lambda prob: m.sq_pnorm_max_backward(prob, dp, p=1.5),
     )
+    cases["sq_pnorm_max[pgd]"] = (
+        lambda: m.sq_pnorm_max(z, p=1.5, method="projected_gradient"),
+        lambda prob: m.sq_pnorm_max_backward(prob, dp, p=1.5),
+    )
     cases["fusedmax"] = (
         lambda: m.fusedmax(z, alpha=0.1, return_groups=True),
         lambda out: m.fusedmax_backward(out[0], out[1], dp),
@@ -176,7 +183,18 @@ def build_cases(m, z, dp, u, csparsemax_method=None):
 def available(m, name):
     if name == NUMBA_BASELINE:
         return True
+    if name == "sq_pnorm_max[pgd]" and not _accepts(m, "sq_pnorm_max", "method"):
+        return False
     return all(hasattr(m, attr) for attr in REQUIRED[name])
+
+
+def _accepts(m, func, param):
+    import inspect
+
+    try:
+        return param in inspect.signature(getattr(m, func)).parameters
+    except (AttributeError, TypeError, ValueError):
+        return False
 
 
 # A trivial cached kernel: its first call in a new process shows what any
