@@ -189,7 +189,7 @@ class FenchelYoungClassifier(ClassifierMixin, BaseEstimator):
         Number of L-BFGS-B iterations of the last fit.
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Names of the features, when ``X`` had string column names.
 
     See Also

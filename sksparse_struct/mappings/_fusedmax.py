@@ -116,7 +116,7 @@ def fusedmax(z, alpha=0.1, return_groups=False):
     ----------
     z : array-like of shape (d,) or (n_rows, d)
         Finite scores, in sequence order; applied to every row of a 2-D array.
-            float32 input is computed in float64. ``-inf`` entries are masked:
+        float32 input is computed in float64. ``-inf`` entries are masked:
         the result is the minimiser with those probabilities fixed to 0 (the
         limit of ``z_i -> -inf``). A masked entry stays in the sequence as a
         zero, so its neighbours still pay ``alpha * p`` for the jump to it:

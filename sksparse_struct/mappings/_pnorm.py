@@ -174,7 +174,7 @@ def sq_pnorm_max_backward(prob, dp, p=1.5, temperature=1.0):
     ``prob`` (the rows of the Jacobian outside ``S`` are zero): with
     ``B = temperature * H_Omega(prob)_SS`` and ``H = diag(d) + u u^T``
     (eq. 3.9), ``J_SS = B^-1 - B^-1 1 1^T B^-1 / (1^T B^-1 1)``. ``B`` is
-    inverted in O(|S|) by the Sherman-Morrison formula; ``d`` is only
+    inverted in ``O(|S|)`` by the Sherman-Morrison formula; ``d`` is only
     evaluated on the support, where it is finite. The Jacobian is symmetric,
     so this is also the Jacobian-vector product.
 
