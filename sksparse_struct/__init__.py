@@ -14,6 +14,7 @@ datasets
     Bundled sample data and loaders.
 """
 
+from . import datasets, losses, mappings
 from ._version import __version__
 from .linear_model import FenchelYoungClassifier
 
