@@ -1,0 +1,3 @@
+"""Structured inference over any :class:`~sksparse_struct.structures.Structure`."""
+
+__all__ = []

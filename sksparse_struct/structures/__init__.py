@@ -1,0 +1,14 @@
+"""Structures for structured inference: MAP, marginals and their backward passes.
+
+Every structure implements the contract of :class:`Structure` (see its module
+for how to add your own), which is all that SparseMAP
+(:mod:`sksparse_struct.inference`) and the structured losses rely on.
+"""
+
+from ._base import Parts, Structure, UnaryStructure
+
+__all__ = [
+    "Parts",
+    "Structure",
+    "UnaryStructure",
+]
