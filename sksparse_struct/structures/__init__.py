@@ -6,9 +6,11 @@ for how to add your own), which is all that SparseMAP
 """
 
 from ._base import Parts, Structure, UnaryStructure
+from ._xor import XOR
 
 __all__ = [
     "Parts",
     "Structure",
     "UnaryStructure",
+    "XOR",
 ]
