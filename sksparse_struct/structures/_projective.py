@@ -1,0 +1,90 @@
+"""Projective dependency trees: Eisner's algorithm and inside-outside.
+
+These functions are the engine behind
+``DependencyTree(projective=True)``; they do no validation. ``scores`` is a
+C-contiguous float64 array of shape ``(n + 1, n + 1)``: ``scores[h, m]`` is
+the score of the arc ``h -> m``, index 0 is the root, column 0 and the
+diagonal are ignored and ``-inf`` forbids an arc. NaN and ``+inf`` must have
+been rejected by the caller.
+
+A tree is projective when no two arcs cross, the arcs from the root (drawn
+at the left of the sentence) included; equivalently every word's subtree
+covers a contiguous span. With ``single_root=True`` exactly one word is
+attached to the root.
+
+The chart is Eisner's (1996, 2000) first-order O(n^3) chart, see
+:mod:`._projective_fast`. The marginals come from the inside pass and its
+reverse-mode derivative (the outside pass), run in terms of the
+probability of each chart item, and the backward pass of the marginals is
+the forward-mode derivative of that computation (see
+:func:`projective_marginals_backward`).
+"""
+
+import numpy as np
+
+from ._projective_fast import eisner
+
+__all__ = ["eisner_map"]
+
+
+def _as_scores(scores):
+    return np.ascontiguousarray(scores, dtype=np.float64)
+
+
+def _no_tree_error(single_root):
+    rooted = " with a single root word" if single_root else ""
+    return ValueError(
+        f"no projective dependency tree{rooted} has a finite score: the "
+        "arcs that are not -inf do not connect every word to the root."
+    )
+
+
+def eisner_map(scores, single_root):
+    """Highest-scoring projective dependency tree (Eisner's algorithm).
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n + 1, n + 1), float64, C-contiguous
+        Arc scores, ``scores[h, m]`` for the arc ``h -> m`` (0 = root);
+        column 0 and the diagonal are ignored; ``-inf`` forbids an arc.
+        Not validated.
+    single_root : bool
+        Whether exactly one word must be attached to the root.
+
+    Returns
+    -------
+    heads : ndarray of shape (n + 1,), int64
+        ``heads[m]`` is the head of word ``m``; ``heads[0] = -1``.
+
+    Raises
+    ------
+    ValueError
+        If no projective tree (single-rooted if required) avoids every
+        ``-inf`` arc.
+
+    Notes
+    -----
+    O(n^3) time, O(n^2) memory. Ties are broken deterministically: every
+    chart item keeps the smallest split point among its best ones (the first
+    maximum), so the same scores always give the same tree; with all scores
+    equal the result is the right-branching chain ``0 -> 1 -> ... -> n``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sksparse_struct.structures._projective import eisner_map
+    >>> scores = np.array([[0.0, 1.0, 5.0, 1.0],
+    ...                    [0.0, 0.0, 0.0, 0.0],
+    ...                    [0.0, 3.0, 0.0, 3.0],
+    ...                    [0.0, 0.0, 0.0, 0.0]])
+    >>> eisner_map(scores, single_root=True).tolist()
+    [-1, 2, 0, 2]
+    >>> eisner_map(np.zeros((4, 4)), single_root=False).tolist()
+    [-1, 0, 1, 2]
+    """
+    scores = _as_scores(scores)
+    heads = np.empty(scores.shape[0], dtype=np.int64)
+    best = eisner(scores, bool(single_root), heads)
+    if not best > -np.inf:
+        raise _no_tree_error(single_root)
+    return heads

@@ -1,0 +1,306 @@
+"""Projective dependency trees: Eisner MAP against brute-force enumeration.
+
+The reference enumerates every head assignment of n <= 5 words and keeps the
+ones that are trees, have no crossing arcs (the arcs from the root, drawn at
+position 0, included) and, when required, a single root word.
+"""
+
+import functools
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sksparse_struct.structures._projective import eisner_map
+
+NEG_INF = -np.inf
+
+
+# ----------------------------------------------------------- brute-force reference
+
+
+def _is_tree(heads):
+    """Every word reaches the root 0 by following heads (no cycle)."""
+    n = len(heads) - 1
+    for m in range(1, n + 1):
+        seen = 0
+        h = m
+        while h != 0:
+            h = heads[h]
+            seen += 1
+            if seen > n:
+                return False
+    return True
+
+
+def _crossing(heads):
+    """Whether two arcs cross, the root arcs included."""
+    arcs = [tuple(sorted((heads[m], m))) for m in range(1, len(heads))]
+    for (a, b), (c, d) in itertools.combinations(arcs, 2):
+        if a < c < b < d or c < a < d < b:
+            return True
+    return False
+
+
+def _contiguous_yields(heads):
+    """Projectivity the other way round: every subtree covers a contiguous span."""
+    n = len(heads) - 1
+    for h in range(n + 1):
+        yield_ = [m for m in range(n + 1) if _dominates(heads, h, m)]
+        if max(yield_) - min(yield_) + 1 != len(yield_):
+            return False
+    return True
+
+
+def _dominates(heads, h, m):
+    while m != -1:
+        if m == h:
+            return True
+        m = heads[m]
+    return False
+
+
+@functools.lru_cache(maxsize=None)
+def _projective_trees(n, single_root):
+    """All projective trees over n words, as an (n_trees, n + 1) int array."""
+    trees = []
+    for tail in itertools.product(range(n + 1), repeat=n):
+        heads = (-1,) + tail
+        if any(heads[m] == m for m in range(1, n + 1)):
+            continue
+        if single_root and sum(h == 0 for h in tail) != 1:
+            continue
+        if _is_tree(heads) and not _crossing(heads):
+            trees.append(heads)
+    return np.array(trees, dtype=np.int64).reshape(-1, n + 1)
+
+
+def _tree_scores(scores, trees):
+    n = trees.shape[1] - 1
+    words = np.arange(1, n + 1)
+    return scores[trees[:, 1:], words].sum(axis=1)
+
+
+def _derivation(heads):
+    """Split points of the tree's unique Eisner derivation, in preorder.
+
+    Eisner's chart (see ``_projective_fast``) derives each projective tree in
+    exactly one way; the documented tie rule (every chart item keeps its
+    smallest best split) picks, among the best trees, the one whose preorder
+    split sequence is lexicographically smallest (the encoding is
+    prefix-free, so the comparison decides item by item, top down).
+    """
+    n = len(heads) - 1
+    deps = [[m for m in range(1, n + 1) if heads[m] == h] for h in range(n + 1)]
+    lo = [min(m for m in range(n + 1) if _dominates(heads, h, m)) for h in range(n + 1)]
+    hi = [max(m for m in range(n + 1) if _dominates(heads, h, m)) for h in range(n + 1)]
+    seq = []
+
+    def cr(s, t):
+        if s < t:
+            u = max(d for d in deps[s] if s < d <= t)
+            seq.append(u)
+            ir(s, u)
+            cr(u, t)
+
+    def cl(s, t):
+        if s < t:
+            u = min(d for d in deps[t] if s <= d < t)
+            seq.append(u)
+            cl(s, u)
+            il(u, t)
+
+    def ir(s, t):  # the arc s -> t
+        u = lo[t] - 1
+        seq.append(u)
+        cr(s, u)
+        cl(u + 1, t)
+
+    def il(s, t):  # the arc t -> s
+        u = hi[s]
+        seq.append(u)
+        cr(s, u)
+        cl(u + 1, t)
+
+    cr(0, n)
+    return tuple(seq)
+
+
+def _is_projective_tree(heads, single_root):
+    heads = [int(h) for h in heads]
+    n = len(heads) - 1
+    return (
+        heads[0] == -1
+        and all(0 <= heads[m] <= n and heads[m] != m for m in range(1, n + 1))
+        and _is_tree(heads)
+        and not _crossing(heads)
+        and (not single_root or sum(h == 0 for h in heads[1:]) == 1)
+    )
+
+
+def _random_scores(rng, n, scale=1.0, p_forbid=0.0):
+    scores = rng.normal(size=(n + 1, n + 1)) * scale
+    if p_forbid:
+        scores[rng.random(size=scores.shape) < p_forbid] = NEG_INF
+    return scores
+
+
+# ------------------------------------------------------------------ the reference
+
+
+@pytest.mark.parametrize(
+    "n, n_multi, n_single",
+    # Projective trees over n words: OEIS A001764 (1, 3, 12, 55, 273); with a
+    # single root word: OEIS A006013 (1, 2, 7, 30, 143).
+    [(1, 1, 1), (2, 3, 2), (3, 12, 7), (4, 55, 30), (5, 273, 143)],
+)
+def test_reference_counts(n, n_multi, n_single):
+    multi = _projective_trees(n, False)
+    single = _projective_trees(n, True)
+    assert len(multi) == n_multi
+    assert len(single) == n_single
+    # No crossing arcs (root arcs included) <=> contiguous subtrees.
+    for heads in multi:
+        assert _contiguous_yields(list(heads))
+
+
+# ----------------------------------------------------------------------------- MAP
+
+
+@pytest.mark.parametrize("single_root", [False, True])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("seed", range(4))
+def test_map_brute_force(n, single_root, seed):
+    rng = np.random.default_rng(seed + 10 * n)
+    scores = _random_scores(rng, n, scale=2.0, p_forbid=0.15 if seed % 2 else 0.0)
+    trees = _projective_trees(n, single_root)
+    values = _tree_scores(scores, trees)
+    best = values.max()
+    if not np.isfinite(best):
+        with pytest.raises(ValueError, match="projective"):
+            eisner_map(scores, single_root)
+        return
+    heads = eisner_map(scores, single_root)
+    assert heads.dtype == np.int64
+    assert heads.shape == (n + 1,)
+    assert _is_projective_tree(heads, single_root)
+    got = _tree_scores(scores, heads[None, :])[0]
+    assert abs(got - best) <= 1e-9
+    # Continuous scores: the argmax is unique.
+    assert np.array_equal(heads, trees[np.argmax(values)])
+
+
+@pytest.mark.parametrize("single_root", [False, True])
+@pytest.mark.parametrize("n", [2, 3, 4, 5])
+@pytest.mark.parametrize("seed", range(6))
+def test_map_ties_follow_documented_rule(n, single_root, seed):
+    # Small integer scores: many exact ties, and exact float sums.
+    rng = np.random.default_rng(seed)
+    scores = rng.integers(0, 2 + seed % 2, size=(n + 1, n + 1)).astype(float)
+    trees = _projective_trees(n, single_root)
+    values = _tree_scores(scores, trees)
+    best_trees = [tuple(t) for t in trees[values == values.max()]]
+    expected = min(best_trees, key=_derivation)
+    heads = eisner_map(scores, single_root)
+    assert tuple(heads) == expected
+    # Deterministic: same answer on a fresh copy of the scores.
+    assert np.array_equal(eisner_map(scores.copy(), single_root), heads)
+
+
+@pytest.mark.parametrize("single_root", [False, True])
+def test_map_all_equal_scores_is_the_right_branching_chain(single_root):
+    for n in (1, 4, 30):
+        heads = eisner_map(np.zeros((n + 1, n + 1)), single_root)
+        assert heads.tolist() == [-1] + list(range(n))
+
+
+@pytest.mark.parametrize("single_root", [False, True])
+@pytest.mark.parametrize("seed", range(3))
+def test_map_extreme_scores(single_root, seed):
+    n = 5
+    rng = np.random.default_rng(seed)
+    scores = rng.choice([-1e4, 1e4], size=(n + 1, n + 1)) + rng.normal(size=(n + 1, n + 1))
+    trees = _projective_trees(n, single_root)
+    values = _tree_scores(scores, trees)
+    heads = eisner_map(scores, single_root)
+    assert np.array_equal(heads, trees[np.argmax(values)])
+
+
+def test_map_n1():
+    assert eisner_map(np.array([[0.0, -3.0], [7.0, 0.0]]), True).tolist() == [-1, 0]
+    assert eisner_map(np.array([[0.0, -3.0], [7.0, 0.0]]), False).tolist() == [-1, 0]
+    with pytest.raises(ValueError, match="no projective dependency tree"):
+        eisner_map(np.array([[0.0, NEG_INF], [0.0, 0.0]]), False)
+
+
+def test_map_ignores_column_0_and_diagonal():
+    rng = np.random.default_rng(0)
+    scores = rng.normal(size=(5, 5))
+    other = scores.copy()
+    other[:, 0] = NEG_INF
+    other[np.diag_indices(5)] = 1e9
+    for single_root in (False, True):
+        assert np.array_equal(eisner_map(scores, single_root), eisner_map(other, single_root))
+
+
+@pytest.mark.parametrize("single_root", [False, True])
+def test_map_forbidden_everything(single_root):
+    scores = np.full((4, 4), NEG_INF)
+    with pytest.raises(ValueError, match="finite score"):
+        eisner_map(scores, single_root)
+
+
+def test_map_only_a_non_projective_tree_is_finite():
+    # The only finite tree 0 -> 2 -> 3 -> 1 has the arc 3 -> 1 crossing 0 -> 2.
+    scores = np.full((4, 4), NEG_INF)
+    scores[0, 2] = scores[2, 3] = scores[3, 1] = 0.0
+    for single_root in (False, True):
+        with pytest.raises(ValueError, match="projective"):
+            eisner_map(scores, single_root)
+
+
+def test_map_single_root_forbids_the_only_finite_tree():
+    # Both words can only hang from the root: a tree for single_root=False only.
+    scores = np.full((3, 3), NEG_INF)
+    scores[0, 1] = scores[0, 2] = 0.0
+    assert eisner_map(scores, False).tolist() == [-1, 0, 0]
+    with pytest.raises(ValueError, match="single root word"):
+        eisner_map(scores, True)
+
+
+def test_map_single_root_changes_the_answer():
+    # Two words both prefer the root; single_root keeps the better root arc.
+    scores = np.full((3, 3), -5.0)
+    scores[0, 1] = 3.0
+    scores[0, 2] = 2.0
+    assert eisner_map(scores, False).tolist() == [-1, 0, 0]
+    assert eisner_map(scores, True).tolist() == [-1, 0, 1]
+
+
+@given(
+    n=st.integers(1, 12),
+    single_root=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+    kind=st.sampled_from(["normal", "integer", "forbidden"]),
+)
+def test_map_property_projective_tree(n, single_root, seed, kind):
+    rng = np.random.default_rng(seed)
+    if kind == "integer":
+        scores = rng.integers(-2, 3, size=(n + 1, n + 1)).astype(float)
+    else:
+        scores = _random_scores(rng, n, p_forbid=0.3 if kind == "forbidden" else 0.0)
+        # Keep a tree available: the right-branching chain.
+        scores[np.arange(n), np.arange(1, n + 1)] = rng.normal(size=n)
+    heads = eisner_map(scores, single_root)
+    assert _is_projective_tree(heads, single_root)
+    assert np.isfinite(_tree_scores(scores, heads[None, :])[0])
+    # No local change of one head gives a better projective tree.
+    best = _tree_scores(scores, heads[None, :])[0]
+    for m in range(1, n + 1):
+        for h in range(n + 1):
+            other = heads.copy()
+            other[m] = h
+            if _is_projective_tree(other, single_root):
+                assert _tree_scores(scores, other[None, :])[0] <= best + 1e-9
