@@ -50,49 +50,61 @@ def _weight(x, total):
 
 
 @njit
-def budget_tables(s, v, b, exact):
-    """Tables ``F``, ``G`` and their tangents ``dF``, ``dG`` in direction ``v``."""
+def budget_tables(s, b, exact):
+    """The log-space tables ``F`` (K+1, b+1) and ``G`` (K+1, b+2)."""
     k = s.shape[0]
     f = np.full((k + 1, b + 1), NEG_INF)
-    df = np.zeros((k + 1, b + 1))
     f[0, 0] = 0.0
+    # A prefix of i items holds at most i of them: entries beyond stay -inf.
     for i in range(k):
-        for j in range(b + 1):
-            keep = f[i, j]
-            take = f[i, j - 1] + s[i] if j > 0 else NEG_INF
-            total = _logaddexp(keep, take)
-            f[i + 1, j] = total
-            if total != NEG_INF:
-                d = _weight(keep, total) * df[i, j]
-                w = _weight(take, total)
-                if w > 0.0:
-                    d += w * (df[i, j - 1] + v[i])
-                df[i + 1, j] = d
+        f[i + 1, 0] = f[i, 0]
+        for j in range(1, min(b, i + 1) + 1):
+            f[i + 1, j] = _logaddexp(f[i, j], f[i, j - 1] + s[i])
     g = np.full((k + 1, b + 2), NEG_INF)
-    dg = np.zeros((k + 1, b + 2))
     for c in range(b + 1):
         if (not exact) or c == b:
             g[k, c] = 0.0
     for i in range(k - 1, -1, -1):
-        for c in range(b + 1):
-            skip = g[i + 1, c]
-            take = s[i] + g[i + 1, c + 1]
-            total = _logaddexp(skip, take)
-            g[i, c] = total
-            if total != NEG_INF:
-                d = _weight(skip, total) * dg[i + 1, c]
-                w = _weight(take, total)
+        for c in range(min(b, i) + 1):
+            g[i, c] = _logaddexp(g[i + 1, c], s[i] + g[i + 1, c + 1])
+    return f, g
+
+
+@njit
+def budget_tangents(s, v, f, g, b):
+    """Directional derivatives ``dF``, ``dG`` of the tables in direction ``v``."""
+    k = s.shape[0]
+    df = np.zeros((k + 1, b + 1))
+    for i in range(k):
+        for j in range(min(b, i + 1) + 1):
+            total = f[i + 1, j]
+            if total == NEG_INF:
+                continue
+            d = _weight(f[i, j], total) * df[i, j]
+            if j > 0:
+                w = _weight(f[i, j - 1] + s[i], total)
                 if w > 0.0:
-                    d += w * (v[i] + dg[i + 1, c + 1])
-                dg[i, c] = d
-    return f, df, g, dg
+                    d += w * (df[i, j - 1] + v[i])
+            df[i + 1, j] = d
+    dg = np.zeros((k + 1, b + 2))
+    for i in range(k - 1, -1, -1):
+        for c in range(min(b, i) + 1):
+            total = g[i, c]
+            if total == NEG_INF:
+                continue
+            d = _weight(g[i + 1, c], total) * dg[i + 1, c]
+            w = _weight(s[i] + g[i + 1, c + 1], total)
+            if w > 0.0:
+                d += w * (v[i] + dg[i + 1, c + 1])
+            dg[i, c] = d
+    return df, dg
 
 
 @njit
 def budget_marginals(s, b, exact):
     """Marginals ``mu`` (K,) and ``log Z``; ``log Z = -inf`` if nothing is feasible."""
     k = s.shape[0]
-    f, df, g, dg = budget_tables(s, np.zeros(k), b, exact)
+    f, g = budget_tables(s, b, exact)
     log_z = g[0, 0]
     mu = np.zeros(k)
     if log_z == NEG_INF:
@@ -101,7 +113,7 @@ def budget_marginals(s, b, exact):
         if s[i] == NEG_INF:
             continue
         acc = 0.0
-        for a in range(b):
+        for a in range(min(b, i + 1)):
             acc += _weight(f[i, a] + s[i] + g[i + 1, a + 1], log_z)
         mu[i] = acc
     return mu, log_z
@@ -111,17 +123,18 @@ def budget_marginals(s, b, exact):
 def budget_marginals_jvp(s, v, b, exact):
     """Directional derivative of the marginals in direction ``v`` (= H v)."""
     k = s.shape[0]
-    f, df, g, dg = budget_tables(s, v, b, exact)
+    f, g = budget_tables(s, b, exact)
     log_z = g[0, 0]
+    if log_z == NEG_INF:
+        return np.zeros(k)
+    df, dg = budget_tangents(s, v, f, g, b)
     d_log_z = dg[0, 0]
     out = np.zeros(k)
-    if log_z == NEG_INF:
-        return out
     for i in range(k):
         if s[i] == NEG_INF:
             continue
         acc = 0.0
-        for a in range(b):
+        for a in range(min(b, i + 1)):
             w = _weight(f[i, a] + s[i] + g[i + 1, a + 1], log_z)
             if w > 0.0:
                 acc += w * (df[i, a] + v[i] + dg[i + 1, a + 1] - d_log_z)

@@ -236,6 +236,41 @@ def test_budget_marginals_backward_matches_finite_differences(k, budget, exact, 
     assert np.allclose(got, ref, rtol=0, atol=1e-8)
 
 
+def _budget_covariance(structure, z):
+    """Covariance of the indicators under p(y) ∝ exp(score(y)), by enumeration."""
+    k = len(z)
+    values = _budget_values(k, structure.budget, structure.exact)
+    scores, _, marg, _ = _brute_force(structure, values, (z,))
+    parts = structure.encode(z)
+    ms = np.array([structure.indicators(v, parts)[0] for v in values])
+    finite = np.isfinite(scores)
+    w = np.zeros(len(values))
+    w[finite] = np.exp(scores[finite] - scores[finite].max())
+    w /= w.sum()
+    return (ms * w[:, None]).T @ ms - np.outer(marg, marg)
+
+
+@given(
+    arrays(
+        np.float64,
+        st.integers(1, 6),
+        elements=st.floats(-30, 30, allow_nan=False, allow_infinity=False),
+    ),
+    st.integers(0, 6),
+    st.booleans(),
+    st.integers(0, 2**32 - 1),
+)
+def test_budget_backward_is_exact_covariance(z, budget, exact, seed):
+    # The Jacobian of the marginals is the covariance of the indicators (the
+    # Hessian of log Z): an exact reference, valid at any scale.
+    budget = min(budget, len(z)) if exact else budget
+    structure = Budget(budget, exact=exact)
+    d = np.random.default_rng(seed).normal(size=len(z))
+    (got,) = structure.marginals_backward(z, d)
+    ref = _budget_covariance(structure, z) @ d
+    assert np.allclose(got, ref, rtol=0, atol=1e-10 * max(1.0, np.abs(d).max()))
+
+
 def test_budget_backward_with_forbidden_item():
     rng = np.random.default_rng(3)
     z = rng.normal(size=5)
