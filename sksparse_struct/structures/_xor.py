@@ -6,7 +6,8 @@ import numpy as np
 
 from ..mappings import softmax, softmax_backward
 from ..utils._validation import check_scores
-from ._base import UnaryStructure
+from ._base import Parts, UnaryStructure
+from ._budget import _check_part_scores
 
 __all__ = ["XOR"]
 
@@ -36,6 +37,15 @@ class XOR(UnaryStructure):
 
     has_marginals = True
     scores_ndim = 1
+
+    def encode(self, scores):
+        eta = _check_part_scores(scores, 1, "XOR")
+        if not np.isfinite(eta).any():
+            raise ValueError(
+                f"XOR: every one of the {eta.shape[0]} items is forbidden (-inf), "
+                "but exactly one must be chosen."
+            )
+        return Parts(eta, np.zeros(0), eta.shape)
 
     def _map_unary(self, scores):
         # np.argmax returns the first maximum: ties go to the lowest index.
