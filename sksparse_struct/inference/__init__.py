@@ -1,3 +1,15 @@
 """Structured inference over any :class:`~sksparse_struct.structures.Structure`."""
 
-__all__ = []
+from ._sparsemap import (
+    SparseMAPResult,
+    sparsemap,
+    sparsemap_backward,
+    sparsemap_distribution_backward,
+)
+
+__all__ = [
+    "SparseMAPResult",
+    "sparsemap",
+    "sparsemap_backward",
+    "sparsemap_distribution_backward",
+]

@@ -86,7 +86,9 @@ class Structure(ABC):
     """A set of discrete structures with a MAP oracle and a part encoding.
 
     Subclasses implement :meth:`encode`, :meth:`oracle`, :meth:`indicators`,
-    :meth:`decode` and :meth:`encode_backward`; the public :meth:`map` and
+    :meth:`decode` and :meth:`encode_backward` (and may override the generic
+    :meth:`decode_backward`, the adjoint of :meth:`decode` that SparseMAP's
+    backward pass uses); the public :meth:`map` and
     :meth:`score` are built on them. Structures with tractable marginals also implement
     ``marginals`` (returning the marginals in the layout of :meth:`decode`
     followed by ``log_z``) and ``marginals_backward``. Structures are plain
@@ -140,6 +142,30 @@ class Structure(ABC):
         (``None`` for an optional potential the user did not pass).
         """
 
+    def decode_backward(self, d_marginals, parts):
+        """Adjoint of :meth:`decode`: ``(d_u, d_v)`` from a gradient on the marginals.
+
+        ``d_marginals`` has the layout :meth:`decode` returns (one array, or a
+        tuple of arrays). :meth:`decode` is linear, so this default applies it
+        to every unit vector (one call per part); structures whose decode is a
+        reshape or a concatenation should override it with the direct adjoint.
+        """
+        n_u, n_v = parts.eta_u.shape[0], parts.eta_v.shape[0]
+        target = _flatten_layout(d_marginals)
+        d_flat = np.empty(n_u + n_v)
+        unit = np.zeros(n_u + n_v)
+        for i in range(n_u + n_v):
+            unit[i] = 1.0
+            column = _flatten_layout(self.decode(unit[:n_u], unit[n_u:], parts))
+            if column.shape != target.shape:
+                raise ValueError(
+                    f"the gradient w.r.t. the marginals has {target.shape[0]} entries, "
+                    f"the marginals of {self!r} have {column.shape[0]}."
+                )
+            d_flat[i] = column @ target
+            unit[i] = 0.0
+        return d_flat[:n_u], d_flat[n_u:]
+
     def map(self, *potentials):
         """The highest-scoring structure."""
         parts = self.encode(*potentials)
@@ -168,6 +194,13 @@ class Structure(ABC):
 
     def __hash__(self):
         return hash((type(self).__name__, tuple(sorted(vars(self).items()))))
+
+
+def _flatten_layout(arrays):
+    """Concatenate an array or a tuple of arrays into one flat float64 vector."""
+    if isinstance(arrays, (tuple, list)):
+        return np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in arrays])
+    return np.asarray(arrays, dtype=np.float64).ravel()
 
 
 def dot_masked(eta, indicator):
@@ -212,6 +245,15 @@ class UnaryStructure(Structure):
 
     def encode_backward(self, d_eta_u, d_eta_v, parts):
         return (np.asarray(d_eta_u, dtype=np.float64).reshape(parts.context),)
+
+    def decode_backward(self, d_marginals, parts):
+        d_u = np.asarray(d_marginals, dtype=np.float64)
+        if d_u.shape != tuple(parts.context):
+            raise ValueError(
+                f"the gradient w.r.t. the marginals has shape {d_u.shape}, the "
+                f"marginals have shape {tuple(parts.context)}."
+            )
+        return d_u.ravel(), np.zeros(0)
 
     @abstractmethod
     def _map_unary(self, scores):

@@ -1,0 +1,761 @@
+"""SparseMAP: sparse structured inference through a MAP oracle (Niculae 2018, ch. 4).
+
+SparseMAP solves the quadratic program (thesis eq. 4.7)
+
+    max  eta_u . u + eta_v . v - 1/2 ||u||^2   over [u; v] in the marginal polytope,
+
+written over distributions ``p`` on the structures as
+``max_p theta . p - 1/2 ||M p||^2`` on the simplex, with ``theta_y`` the score
+of ``y``. Every solver here only calls the structure's MAP oracle on modified
+scores ``(eta_u - u, eta_v)``, so SparseMAP works for every
+:class:`~sksparse_struct.structures.Structure`. The outer loops are Python and
+NumPy; the oracles run the structures' compiled kernels (no jitted function is
+ever passed around, see the numba caching notes in the design document).
+
+The active-set solver (thesis Alg. 1) maintains the inverse of the bordered KKT
+matrix of eq. 4.9 and updates it in ``O(k^2)`` (``k`` = support size) when a
+structure enters or leaves the support. The conditional-gradient variants
+(App. B.1) are slower references.
+"""
+
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from ..structures._base import Structure, dot_masked
+from ..utils._validation import check_positive_scalar
+
+__all__ = [
+    "SparseMAPResult",
+    "sparsemap",
+    "sparsemap_backward",
+    "sparsemap_distribution_backward",
+]
+
+# method -> (default max_iter, default tol); see the docstring of sparsemap.
+_METHOD_DEFAULTS = {
+    "active_set": (1000, 1e-9),
+    "frank_wolfe": (1000, 1e-6),
+    "away_step": (1000, 1e-6),
+    "pairwise": (1000, 1e-6),
+}
+
+# Squared distance (relative to ||m||^2) below which a new structure counts as
+# an affine combination of the current support (singular KKT matrix).
+_DEPENDENT_TOL = 1e-10
+
+
+class SparseMAPResult:
+    """Solution of :func:`sparsemap`: posteriors, sparse distribution, diagnostics.
+
+    Attributes
+    ----------
+    marginals : object
+        The posteriors in the layout of the structure's marginals (without
+        ``log_z``), i.e. ``structure.decode(u, v, parts)``.
+    support : list of (value, float)
+        The structures with nonzero probability and their probabilities,
+        most probable first (ties in the order the solver found them); values
+        are in the form the structure's ``map`` returns.
+    u : ndarray of shape (n_unary_parts,)
+        Flat posterior of the unary parts, ``M_S p``.
+    v : ndarray of shape (n_higher_order_parts,)
+        Flat posterior of the higher-order parts, ``N_S p``.
+    probabilities : ndarray of shape (k,)
+        The probabilities of the support, in the order of ``support``.
+    vertices_u : ndarray of shape (k, n_unary_parts)
+        Row ``i`` is the unary indicator vector ``m`` of the ``i``-th support
+        structure.
+    vertices_v : ndarray of shape (k, n_higher_order_parts)
+        Row ``i`` is its higher-order indicator vector ``n``.
+    n_iter : int
+        Iterations run (active set: relaxed QP solves, each followed by an
+        oracle call or a removal from the support; conditional gradient:
+        oracle calls).
+    gap : float
+        Wolfe (duality) gap at the returned solution (eq. 4.11); it bounds
+        the suboptimality of ``objective``.
+    objective : float
+        ``eta_u . u + eta_v . v - 1/2 ||u||^2``.
+    converged : bool
+        Whether the gap reached the tolerance within ``max_iter``.
+    method : str
+        The solver used.
+    structure : Structure
+        The structure the problem was solved on.
+    parts : Parts
+        The encoded potentials (flat scores and shape context).
+    """
+
+    def __init__(
+        self,
+        *,
+        structure,
+        parts,
+        values,
+        probabilities,
+        vertices_u,
+        vertices_v,
+        n_iter,
+        gap,
+        objective,
+        converged,
+        method,
+    ):
+        order = np.argsort(-probabilities, kind="stable")
+        self.structure = structure
+        self.parts = parts
+        self.probabilities = np.ascontiguousarray(probabilities[order])
+        self.vertices_u = np.ascontiguousarray(vertices_u[order])
+        self.vertices_v = np.ascontiguousarray(vertices_v[order])
+        self.values = [values[i] for i in order]
+        self.support = list(zip(self.values, self.probabilities.tolist()))
+        self.u = self.probabilities @ self.vertices_u
+        self.v = self.probabilities @ self.vertices_v
+        self.marginals = structure.decode(self.u, self.v, parts)
+        self.n_iter = int(n_iter)
+        self.gap = float(gap)
+        self.objective = float(objective)
+        self.converged = bool(converged)
+        self.method = method
+        self._jacobian = None
+
+    def __repr__(self):
+        return (
+            f"SparseMAPResult(structure={self.structure!r}, support_size="
+            f"{len(self.support)}, objective={self.objective:.6g}, gap={self.gap:.3g}, "
+            f"n_iter={self.n_iter}, method={self.method!r})"
+        )
+
+    def _probability_jacobian(self):
+        """``d p_S / d theta_S`` on the support (symmetric, k x k).
+
+        The lower-right block of the inverse of the bordered KKT matrix
+        ``[[0, 1^T], [1, M_S^T M_S]]``; when ``M_S^T M_S`` is invertible it is
+        Prop. 4.1's ``Z - Z 1 1^T Z / (1^T Z 1)``, but the bordered form also
+        covers supports whose Gram matrix is singular (e.g. one containing the
+        empty structure). Recomputed once from the support rather than taken
+        from the solver's incrementally updated inverse, so it carries no
+        accumulated rounding; the pseudo-inverse keeps it defined for the
+        (possibly affinely dependent) supports of the conditional-gradient
+        solvers.
+        """
+        if self._jacobian is None:
+            k = self.probabilities.shape[0]
+            kkt = np.zeros((k + 1, k + 1))
+            kkt[0, 1:] = 1.0
+            kkt[1:, 0] = 1.0
+            kkt[1:, 1:] = self.vertices_u @ self.vertices_u.T
+            self._jacobian = np.linalg.pinv(kkt, rcond=1e-12, hermitian=True)[1:, 1:]
+        return self._jacobian
+
+
+class _Support:
+    """The current support: indicator rows, scores, probabilities, keys.
+
+    Rows live in arrays grown by doubling; removal moves the last row into
+    the freed slot, so every update costs ``O(n_parts)`` plus, with
+    ``kkt=True``, the ``O(k^2)`` update of the Gram matrix ``G = M_S M_S^T``
+    and of the inverse ``B`` of the bordered KKT matrix (row/column 0 is the
+    multiplier ``tau``, row ``i + 1`` the ``i``-th structure).
+    """
+
+    def __init__(self, n_u, n_v, kkt):
+        cap = 8
+        self.k = 0
+        self.M = np.zeros((cap, n_u))
+        self.N = np.zeros((cap, n_v))
+        self.theta = np.zeros(cap)
+        self.p = np.zeros(cap)
+        self.values = []
+        self.keys = []
+        self.kkt = kkt
+        if kkt:
+            self.G = np.zeros((cap, cap))
+            self.B = np.zeros((cap + 1, cap + 1))
+
+    def _grow(self):
+        cap = 2 * self.M.shape[0]
+        for name in ("M", "N"):
+            old = getattr(self, name)
+            new = np.zeros((cap, old.shape[1]))
+            new[: self.k] = old[: self.k]
+            setattr(self, name, new)
+        for name in ("theta", "p"):
+            old = getattr(self, name)
+            new = np.zeros(cap)
+            new[: self.k] = old[: self.k]
+            setattr(self, name, new)
+        if self.kkt:
+            G = np.zeros((cap, cap))
+            G[: self.k, : self.k] = self.G[: self.k, : self.k]
+            self.G = G
+            B = np.zeros((cap + 1, cap + 1))
+            B[: self.k + 1, : self.k + 1] = self.B[: self.k + 1, : self.k + 1]
+            self.B = B
+
+    def position(self, key):
+        try:
+            return self.keys.index(key)
+        except ValueError:
+            return -1
+
+    def affine_residual(self, m):
+        """Gram row ``M_S m``, ``w = B [1; M_S m]`` and the Schur complement.
+
+        The Schur complement is the squared distance from ``m`` to the affine
+        hull of the support; ``w[1:]`` are the affine coefficients of its
+        projection (they sum to 1).
+        """
+        k = self.k
+        b = self.M[:k] @ m
+        gm = float(m @ m)
+        if k == 0:
+            return b, None, gm
+        r = np.empty(k + 1)
+        r[0] = 1.0
+        r[1:] = b
+        w = self.B[: k + 1, : k + 1] @ r
+        return b, w, gm - float(r @ w)
+
+    def append(self, value, key, m, n, theta, prob, kkt_terms=None):
+        if self.k == self.M.shape[0]:
+            self._grow()
+        k = self.k
+        self.M[k] = m
+        self.N[k] = n
+        self.theta[k] = theta
+        self.p[k] = prob
+        self.values.append(value)
+        self.keys.append(key)
+        if self.kkt:
+            b, w, schur = kkt_terms
+            gm = float(m @ m)
+            self.G[k, :k] = b
+            self.G[:k, k] = b
+            self.G[k, k] = gm
+            B = self.B
+            if k == 0:
+                B[0, 0], B[0, 1], B[1, 0], B[1, 1] = -gm, 1.0, 1.0, 0.0
+            else:
+                # Inverse of the matrix bordered by one row and column.
+                B[: k + 1, : k + 1] += np.outer(w, w) / schur
+                B[: k + 1, k + 1] = -w / schur
+                B[k + 1, : k + 1] = -w / schur
+                B[k + 1, k + 1] = 1.0 / schur
+        self.k = k + 1
+
+    def remove(self, j):
+        """Drop structure ``j``, moving the last one into its slot."""
+        last = self.k - 1
+        if j != last:
+            for arr in (self.M, self.N, self.theta, self.p):
+                arr[j] = arr[last]
+            self.values[j] = self.values[last]
+            self.keys[j] = self.keys[last]
+            if self.kkt:
+                for arr, a, b in ((self.G, j, last), (self.B, j + 1, last + 1)):
+                    arr[[a, b]] = arr[[b, a]]
+                    arr[:, [a, b]] = arr[:, [b, a]]
+        self.values.pop()
+        self.keys.pop()
+        self.k = last
+        if self.kkt and last > 0:
+            # Inverse of the matrix with its last row and column deleted.
+            B = self.B
+            col = B[: last + 1, last + 1].copy()
+            B[: last + 1, : last + 1] -= np.outer(col, col) / B[last + 1, last + 1]
+
+    def remove_nonpositive(self):
+        for j in sorted(np.flatnonzero(self.p[: self.k] <= 0.0), reverse=True):
+            self.remove(int(j))
+
+    def solve_relaxed(self):
+        """Solve eq. 4.9 on the support: ``(tau, p_hat)``.
+
+        One step of iterative refinement with the explicit matrix removes most
+        of the rounding the incremental updates accumulate.
+        """
+        k = self.k
+        B = self.B[: k + 1, : k + 1]
+        G = self.G[:k, :k]
+        rhs = np.empty(k + 1)
+        rhs[0] = 1.0
+        rhs[1:] = self.theta[:k]
+        x = B @ rhs
+        res = rhs.copy()
+        res[0] -= x[1:].sum()
+        res[1:] -= x[0] + G @ x[1:]
+        x += B @ res
+        return x[0], x[1:]
+
+
+def _check_structure(structure):
+    if not isinstance(structure, Structure):
+        raise ValueError(
+            "structure must be an instance of sksparse_struct.structures.Structure, "
+            f"got {type(structure).__name__}."
+        )
+
+
+def _check_max_iter(max_iter):
+    if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}.")
+    return int(max_iter)
+
+
+def _vertex(structure, parts, value, m, n):
+    """Float64 indicators, dedupe key and score ``theta`` of a structure."""
+    m = np.ascontiguousarray(m, dtype=np.float64)
+    n = np.ascontiguousarray(n, dtype=np.float64)
+    theta = dot_masked(parts.eta_u, m) + dot_masked(parts.eta_v, n)
+    return value, m, n, m.tobytes() + n.tobytes(), theta
+
+
+def _initial_vertices(structure, parts, init):
+    """Structures and probabilities to start from: MAP, or a warm start.
+
+    Structures of the warm start that use a part forbidden by the current
+    scores are dropped; if none is left, the solver starts from the MAP.
+    """
+    start = []
+    if init is not None:
+        if isinstance(init, SparseMAPResult):
+            if init.structure != structure or (
+                init.vertices_u.shape[1] != parts.eta_u.shape[0]
+                or init.vertices_v.shape[1] != parts.eta_v.shape[0]
+            ):
+                raise ValueError(
+                    "init is a SparseMAPResult for another structure or other "
+                    f"potential shapes ({init.structure!r} with "
+                    f"{init.vertices_u.shape[1]} unary and {init.vertices_v.shape[1]} "
+                    "higher-order parts)."
+                )
+            pairs = [
+                (value, m, n, prob)
+                for value, m, n, prob in zip(
+                    init.values, init.vertices_u, init.vertices_v, init.probabilities
+                )
+            ]
+        else:
+            try:
+                values = list(init)
+            except TypeError:
+                raise ValueError(
+                    "init must be a SparseMAPResult or a list of structure values, "
+                    f"got {type(init).__name__}."
+                ) from None
+            if not values:
+                raise ValueError("init is an empty list of structures.")
+            pairs = []
+            for value in values:
+                m, n = structure.indicators(value, parts)
+                pairs.append((value, m, n, 1.0 / len(values)))
+        seen = set()
+        for value, m, n, prob in pairs:
+            vert = _vertex(structure, parts, value, m, n)
+            if np.isfinite(vert[4]) and vert[3] not in seen:
+                seen.add(vert[3])
+                start.append((vert, prob))
+    if not start:
+        value, m, n = structure.oracle(parts, parts.eta_u, parts.eta_v)
+        vert = _vertex(structure, parts, value, m, n)
+        if not np.isfinite(vert[4]):
+            raise ValueError(
+                f"every structure of {structure!r} uses a forbidden (-inf) part: "
+                "there is nothing to put probability on."
+            )
+        start = [(vert, 1.0)]
+    return start
+
+
+def _linear_gap(structure, parts, support, u):
+    """Oracle call at ``u``: the new structure, its linear score and the gap."""
+    value, m, n = structure.oracle(parts, parts.eta_u - u, parts.eta_v)
+    vert = _vertex(structure, parts, value, m, n)
+    k = support.k
+    p = support.p[:k]
+    # <grad f, [u; v]> = sum_y p_y (theta_y - m_y . u) = theta_S . p - u . u
+    current = float(support.theta[:k] @ p - u @ u)
+    score = vert[4] - float(vert[1] @ u)
+    return vert, score, score - current
+
+
+def _add_active(support, vert, prob):
+    """Add a structure to the active set, pivoting out dependent ones.
+
+    If ``m`` is an affine combination ``M_S c`` of the support (singular KKT
+    matrix), moving mass along ``e_new - c`` leaves ``u`` unchanged and does
+    not decrease the objective when the new structure has a positive gap
+    (this only happens through higher-order scores or exact ties); the mass
+    moves until a support structure reaches zero and leaves, and the test is
+    repeated.
+    """
+    value, m, n, key, theta = vert
+    while True:
+        b, w, schur = support.affine_residual(m)
+        if support.k == 0 or schur > _DEPENDENT_TOL * max(1.0, float(m @ m)):
+            support.append(value, key, m, n, theta, prob, (b, w, schur))
+            return
+        coef = w[1:]
+        k = support.k
+        p = support.p[:k]
+        pos = coef > 0
+        ratios = np.full(k, np.inf)
+        ratios[pos] = p[pos] / coef[pos]
+        j = int(np.argmin(ratios))
+        t = float(ratios[j])
+        support.p[:k] = p - t * coef
+        support.p[j] = 0.0
+        prob += t
+        support.remove_nonpositive()
+
+
+def _solve_active_set(structure, parts, start, max_iter, tol):
+    n_u, n_v = parts.eta_u.shape[0], parts.eta_v.shape[0]
+    support = _Support(n_u, n_v, kkt=True)
+    total = sum(prob for _, prob in start)
+    for vert, prob in start:
+        _add_active(support, vert, prob / total)
+    support.p[: support.k] /= support.p[: support.k].sum()
+    gap = np.inf
+    converged = False
+    last_dropped = None
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):
+        tau, p_hat = support.solve_relaxed()
+        k = support.k
+        p = support.p[:k]
+        negative = p_hat < 0.0
+        if negative.any():
+            # Eq. 4.10: step towards p_hat until the first coordinate hits 0.
+            ratios = np.full(k, np.inf)
+            ratios[negative] = p[negative] / (p[negative] - p_hat[negative])
+            j = int(np.argmin(ratios))
+            gamma = float(ratios[j])
+            support.p[:k] = p + gamma * (p_hat - p)
+            last_dropped = support.keys[j] if gamma == 0.0 else None
+            support.p[j] = 0.0
+            support.remove_nonpositive()
+            continue
+        support.p[:k] = p_hat
+        support.remove_nonpositive()
+        k = support.k
+        u = support.p[:k] @ support.M[:k]
+        vert, _, gap = _linear_gap(structure, parts, support, u)
+        objective = float(support.theta[:k] @ support.p[:k] - 0.5 * (u @ u))
+        if gap <= tol * max(1.0, abs(objective)):
+            converged = True
+            break
+        if support.position(vert[3]) >= 0 or vert[3] == last_dropped:
+            # The oracle returns a structure already in (or just dropped from)
+            # the support: the gap is rounding noise, nothing left to add.
+            converged = True
+            break
+        last_dropped = None
+        _add_active(support, vert, 0.0)
+    return support, n_iter, gap, converged
+
+
+def _solve_conditional_gradient(structure, parts, start, max_iter, tol, variant):
+    n_u, n_v = parts.eta_u.shape[0], parts.eta_v.shape[0]
+    support = _Support(n_u, n_v, kkt=False)
+    total = sum(prob for _, prob in start)
+    for (value, m, n, key, theta), prob in start:
+        support.append(value, key, m, n, theta, prob / total)
+    gap = np.inf
+    converged = False
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):
+        k = support.k
+        p = support.p[:k]
+        M = support.M[:k]
+        u = p @ M
+        vert, score, gap = _linear_gap(structure, parts, support, u)
+        objective = float(support.theta[:k] @ p - 0.5 * (u @ u))
+        if gap <= tol * max(1.0, abs(objective)):
+            converged = True
+            break
+        if n_iter == max_iter:
+            break
+        # Linear scores of the support; the away structure has the lowest.
+        scores = support.theta[:k] - M @ u
+        current = float(scores @ p)
+        w = int(np.argmin(scores))
+        forward = True
+        if variant == "frank_wolfe":
+            d_u, slope, gamma_max = vert[1] - u, gap, 1.0
+        elif variant == "pairwise":
+            d_u, slope, gamma_max = vert[1] - M[w], score - scores[w], p[w]
+            forward = False
+        else:  # away_step
+            away_gap = current - scores[w]
+            if gap >= away_gap:
+                d_u, slope, gamma_max = vert[1] - u, gap, 1.0
+            else:
+                d_u, slope, gamma_max = u - M[w], away_gap, p[w] / (1.0 - p[w])
+                forward = None
+        curvature = float(d_u @ d_u)
+        # Eq. B.2 (exact line search of the quadratic along d).
+        gamma = gamma_max if curvature == 0.0 else min(gamma_max, max(0.0, slope / curvature))
+        if forward is None:  # away step: move mass off w
+            support.p[:k] *= 1.0 + gamma
+            support.p[w] = 0.0 if gamma == gamma_max else support.p[w] - gamma
+        else:
+            j = support.position(vert[3])
+            if j < 0:
+                support.append(vert[0], vert[3], vert[1], vert[2], vert[4], 0.0)
+                j = support.k - 1
+            if forward:
+                support.p[: support.k] *= 1.0 - gamma
+                support.p[j] += gamma
+            else:
+                support.p[j] += gamma
+                support.p[w] = 0.0 if gamma == gamma_max else support.p[w] - gamma
+        support.remove_nonpositive()
+        support.p[: support.k] /= support.p[: support.k].sum()
+    return support, n_iter, gap, converged
+
+
+def sparsemap(structure, *potentials, method="active_set", max_iter=None, tol=None, init=None):
+    """SparseMAP: a sparse distribution over structures and its posteriors.
+
+    Solves (Niculae 2018, eq. 4.7)::
+
+        max  eta_u . u + eta_v . v - 1/2 ||u||^2   over [u; v] in the marginal polytope
+
+    where ``[u; v] = sum_y p(y) [m_y; n_y]`` is a convex combination of the
+    indicator vectors of the structures. The posterior ``u`` is unique; the
+    solution is a sparse distribution ``p`` (at most ``n_unary_parts + 1``
+    structures). Every solver only calls the structure's MAP oracle, on the
+    scores ``(eta_u - u, eta_v)``.
+
+    Solvers (``method``):
+
+    ``"active_set"`` (default)
+        Thesis Alg. 1: solves the equality-constrained QP on the current
+        support through the bordered KKT system (eq. 4.9), whose inverse is
+        updated in ``O(k^2)`` when a structure enters or leaves; takes the
+        feasible step of eq. 4.10 when the relaxed solution has negative
+        entries, and otherwise asks the oracle for the best structure at the
+        current ``u``. Finite convergence, exact sparsity pattern.
+    ``"frank_wolfe"``, ``"away_step"``, ``"pairwise"``
+        Vanilla, away-step and pairwise conditional gradient with exact line
+        search (App. B.1). Much slower to reach a small gap and denser
+        supports (vanilla typically runs out of iterations); references.
+
+    All stop when the Wolfe gap (eq. 4.11) at the current point, an upper
+    bound on the suboptimality of the objective, is at most
+    ``tol * max(1, |objective|)`` (relative for large scores, absolute
+    otherwise). The active-set solver also stops when the oracle returns a
+    structure already in the support (the gap is then rounding noise).
+
+    Parameters
+    ----------
+    structure : Structure
+        Any structure, e.g. :class:`~sksparse_struct.structures.XOR`.
+    *potentials : array-like
+        The structure's potentials, as for its ``map`` method. ``-inf``
+        forbids a part; at least one structure must use none.
+    method : {"active_set", "frank_wolfe", "away_step", "pairwise"}, \
+default="active_set"
+        Solver.
+    max_iter : int or None, default=None
+        Maximum number of iterations (see :class:`SparseMAPResult`'s
+        ``n_iter``); a ``ConvergenceWarning`` is raised when it is reached
+        before the gap criterion. ``None`` means 1000.
+    tol : float or None, default=None
+        Relative tolerance on the Wolfe gap, see above. ``None`` means 1e-9
+        for the active set and 1e-6 for the conditional-gradient solvers.
+    init : SparseMAPResult or list of structure values, default=None
+        Warm start: a previous result for the same structure and shapes
+        (its support and probabilities) or a list of structures (uniform
+        probabilities). Structures that use a part forbidden by the new
+        potentials are dropped. ``None`` starts from the MAP structure.
+
+    Returns
+    -------
+    result : SparseMAPResult
+        ``marginals``, ``support``, ``u``, ``v``, ``n_iter``, ``gap``,
+        ``objective`` and what the backward passes need.
+
+    See Also
+    --------
+    sparsemap_backward : gradients through the posteriors (Prop. 4.1).
+    sparsemap_distribution_backward : gradients through ``p(y)`` (Prop. 5.1).
+
+    Examples
+    --------
+    >>> from sksparse_struct.inference import sparsemap
+    >>> from sksparse_struct.structures import XOR
+    >>> result = sparsemap(XOR(), [1.0, 0.8, -1.0])
+    >>> result.marginals.round(3).tolist()  # sparsemax
+    [0.6, 0.4, 0.0]
+    >>> [(y, round(p, 3)) for y, p in result.support]
+    [(0, 0.6), (1, 0.4)]
+    """
+    _check_structure(structure)
+    if not isinstance(method, str) or method not in _METHOD_DEFAULTS:
+        raise ValueError(f"method must be one of {sorted(_METHOD_DEFAULTS)}, got {method!r}.")
+    default_iter, default_tol = _METHOD_DEFAULTS[method]
+    max_iter = default_iter if max_iter is None else _check_max_iter(max_iter)
+    tol = default_tol if tol is None else check_positive_scalar(tol, "tol")
+    parts = structure.encode(*potentials)
+    start = _initial_vertices(structure, parts, init)
+    if method == "active_set":
+        support, n_iter, gap, converged = _solve_active_set(
+            structure, parts, start, max_iter, tol
+        )
+    else:
+        support, n_iter, gap, converged = _solve_conditional_gradient(
+            structure, parts, start, max_iter, tol, method
+        )
+    k = support.k
+    p = support.p[:k].copy()
+    u = p @ support.M[:k]
+    if not converged:
+        # Report the gap at the point returned (one more oracle call).
+        _, _, gap = _linear_gap(structure, parts, support, u)
+        warnings.warn(
+            f"sparsemap (method={method!r}) did not converge in max_iter={max_iter} "
+            f"iterations: Wolfe gap {gap:.3g}; increase max_iter.",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    objective = float(support.theta[:k] @ p - 0.5 * (u @ u))
+    return SparseMAPResult(
+        structure=structure,
+        parts=parts,
+        values=list(support.values),
+        probabilities=p,
+        vertices_u=support.M[:k].copy(),
+        vertices_v=support.N[:k].copy(),
+        n_iter=n_iter,
+        gap=max(float(gap), 0.0),
+        objective=objective,
+        converged=converged,
+        method=method,
+    )
+
+
+def _check_result(result):
+    if not isinstance(result, SparseMAPResult):
+        raise ValueError(f"result must be a SparseMAPResult, got {type(result).__name__}.")
+
+
+def _to_potentials(result, g_theta):
+    """Chain rule ``theta_S = M_S eta_u + N_S eta_v`` back to the potentials."""
+    d_eta_u = g_theta @ result.vertices_u
+    d_eta_v = g_theta @ result.vertices_v
+    return result.structure.encode_backward(d_eta_u, d_eta_v, result.parts)
+
+
+def sparsemap_backward(result, *d_marginals):
+    """Vector-Jacobian product of SparseMAP's posteriors w.r.t. the potentials.
+
+    On the support ``S`` of the solution, ``p_S = c + D theta_S`` with
+    ``theta_S = M_S^T eta_u + N_S^T eta_v`` and ``D`` the probability block
+    of the inverse bordered KKT matrix (Prop. 4.1; ``D = Z - Z 1 1^T Z / 1^T Z 1``
+    with ``Z = (M_S^T M_S)^-1`` when that inverse exists), so that
+    ``u = M_S p_S`` and ``v = N_S p_S`` have Jacobians ``M_S D A_S^T`` and
+    ``N_S D A_S^T`` with ``A_S = [M_S; N_S]``. Only the support is used;
+    the result is exact wherever the support is locally constant (almost
+    everywhere) and a generalized Jacobian elsewhere. ``D`` is symmetric,
+    so this is also the Jacobian-vector product with a direction in score
+    space mapped through ``A_S``.
+
+    Parameters
+    ----------
+    result : SparseMAPResult
+        The forward solution (from the active-set solver for exact
+        gradients; the conditional-gradient supports are approximate).
+    *d_marginals : array-like
+        Gradient of a loss with respect to ``result.marginals``, in the same
+        layout (one array per marginals array of the structure).
+
+    Returns
+    -------
+    gradients : tuple
+        One gradient per potential argument of the structure, as
+        ``structure.encode_backward`` returns them.
+
+    Examples
+    --------
+    >>> from sksparse_struct.inference import sparsemap, sparsemap_backward
+    >>> from sksparse_struct.structures import XOR
+    >>> result = sparsemap(XOR(), [1.0, 0.8, -1.0])
+    >>> sparsemap_backward(result, [1.0, 0.0, 0.0])[0].round(3).tolist()
+    [0.5, -0.5, 0.0]
+    """
+    _check_result(result)
+    if isinstance(result.marginals, (tuple, list)):
+        if len(d_marginals) != len(result.marginals):
+            raise ValueError(
+                f"expected {len(result.marginals)} gradient arrays (one per marginals "
+                f"array), got {len(d_marginals)}."
+            )
+        d_layout = tuple(d_marginals)
+    else:
+        if len(d_marginals) != 1:
+            raise ValueError(
+                f"expected one gradient array for the marginals, got {len(d_marginals)}."
+            )
+        d_layout = d_marginals[0]
+    d_u, d_v = result.structure.decode_backward(d_layout, result.parts)
+    d_u = np.asarray(d_u, dtype=np.float64)
+    d_v = np.asarray(d_v, dtype=np.float64)
+    if d_u.shape != result.u.shape or d_v.shape != result.v.shape:
+        raise ValueError(
+            f"the gradient w.r.t. the marginals gives {d_u.shape[0] if d_u.ndim else 0} "
+            f"unary and {d_v.shape[0] if d_v.ndim else 0} higher-order parts, expected "
+            f"{result.u.shape[0]} and {result.v.shape[0]}."
+        )
+    if not (np.isfinite(d_u).all() and np.isfinite(d_v).all()):
+        raise ValueError("d_marginals must be finite.")
+    g_p = result.vertices_u @ d_u + result.vertices_v @ d_v
+    return _to_potentials(result, result._probability_jacobian() @ g_p)
+
+
+def sparsemap_distribution_backward(result, d_probabilities):
+    """Gradient through the SparseMAP distribution ``p(y)`` (Prop. 5.1).
+
+    For ``y`` in the support, ``d p(y) / d theta(y') = z_yy' -
+    zeta(y) zeta(y') / zeta`` (the block ``D`` of :func:`sparsemap_backward`);
+    probabilities outside the support have zero gradient. The chain rule
+    through ``theta(y') = eta_u . m_y' + eta_v . n_y'`` gives the gradients
+    with respect to the potentials.
+
+    Parameters
+    ----------
+    result : SparseMAPResult
+        The forward solution.
+    d_probabilities : array-like of shape (len(result.support),)
+        Gradient of a loss with respect to the probabilities of the support,
+        in the order of ``result.support``.
+
+    Returns
+    -------
+    gradients : tuple
+        One gradient per potential argument of the structure.
+
+    Examples
+    --------
+    >>> from sksparse_struct.inference import sparsemap, sparsemap_distribution_backward
+    >>> from sksparse_struct.structures import XOR
+    >>> result = sparsemap(XOR(), [1.0, 0.8, -1.0])
+    >>> sparsemap_distribution_backward(result, [1.0, 0.0])[0].round(3).tolist()
+    [0.5, -0.5, 0.0]
+    """
+    _check_result(result)
+    d_p = np.asarray(d_probabilities, dtype=np.float64)
+    k = result.probabilities.shape[0]
+    if d_p.shape != (k,):
+        raise ValueError(
+            f"d_probabilities must have shape ({k},) (one entry per support "
+            f"structure), got {d_p.shape}."
+        )
+    if not np.isfinite(d_p).all():
+        raise ValueError("d_probabilities must be finite.")
+    return _to_potentials(result, result._probability_jacobian() @ d_p)
