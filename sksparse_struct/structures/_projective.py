@@ -22,9 +22,9 @@ the forward-mode derivative of that computation (see
 
 import numpy as np
 
-from ._projective_fast import eisner
+from ._projective_fast import eisner, inside_outside
 
-__all__ = ["eisner_map"]
+__all__ = ["eisner_map", "projective_marginals"]
 
 
 def _as_scores(scores):
@@ -88,3 +88,56 @@ def eisner_map(scores, single_root):
     if not best > -np.inf:
         raise _no_tree_error(single_root)
     return heads
+
+
+def projective_marginals(scores, single_root):
+    """Arc marginals and log-partition function of projective trees (inside-outside).
+
+    Under the Gibbs distribution ``p(y) = exp(score(y) - log_z)`` over the
+    projective trees ``y`` (single-rooted if required), the marginal of the
+    arc ``h -> m`` is the probability that ``y`` contains it.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n + 1, n + 1), float64, C-contiguous
+        Arc scores as in :func:`eisner_map`. Not validated.
+    single_root : bool
+        Whether exactly one word must be attached to the root.
+
+    Returns
+    -------
+    arc_marginals : ndarray of shape (n + 1, n + 1)
+        ``arc_marginals[h, m]``; column 0, the diagonal and forbidden arcs are
+        0, and every column ``m >= 1`` sums to 1.
+    log_z : float
+        Log of the sum of ``exp(score(y))`` over the projective trees.
+
+    Raises
+    ------
+    ValueError
+        If no projective tree (single-rooted if required) avoids every
+        ``-inf`` arc.
+
+    Notes
+    -----
+    O(n^3) time, O(n^2) memory. The inside pass runs in log space; the outside
+    pass is its reverse-mode derivative computed on the probabilities of the
+    chart items (numbers in [0, 1]), every exponential being shifted by its
+    own item's log-value, so scores of magnitude 1e4 are safe.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sksparse_struct.structures._projective import projective_marginals
+    >>> marginals, log_z = projective_marginals(np.zeros((3, 3)), single_root=False)
+    >>> marginals.round(3).tolist()
+    [[0.0, 0.667, 0.667], [0.0, 0.0, 0.333], [0.0, 0.333, 0.0]]
+    >>> round(log_z, 4) == round(float(np.log(3)), 4)
+    True
+    """
+    scores = _as_scores(scores)
+    marginals = np.empty_like(scores)
+    log_z = inside_outside(scores, bool(single_root), marginals)
+    if not log_z > -np.inf:
+        raise _no_tree_error(single_root)
+    return marginals, float(log_z)

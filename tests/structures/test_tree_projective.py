@@ -1,4 +1,4 @@
-"""Projective dependency trees: Eisner MAP against brute-force enumeration.
+"""Projective dependency trees: Eisner MAP and inside-outside against brute force.
 
 The reference enumerates every head assignment of n <= 5 words and keeps the
 ones that are trees, have no crossing arcs (the arcs from the root, drawn at
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sksparse_struct.structures._projective import eisner_map
+from sksparse_struct.structures._projective import eisner_map, projective_marginals
 
 NEG_INF = -np.inf
 
@@ -81,6 +81,24 @@ def _tree_scores(scores, trees):
     n = trees.shape[1] - 1
     words = np.arange(1, n + 1)
     return scores[trees[:, 1:], words].sum(axis=1)
+
+
+def _brute_marginals(scores, single_root):
+    """Arc marginals and log Z by enumeration (None, -inf if there is no tree)."""
+    n = scores.shape[0] - 1
+    trees = _projective_trees(n, single_root)
+    values = _tree_scores(scores, trees)
+    finite = np.isfinite(values)
+    if not finite.any():
+        return None, -np.inf
+    top = values[finite].max()
+    w = np.where(finite, np.exp(np.where(finite, values, top) - top), 0.0)
+    log_z = top + np.log(w.sum())
+    p = w / w.sum()
+    marginals = np.zeros_like(scores)
+    words = np.broadcast_to(np.arange(1, n + 1), trees[:, 1:].shape)
+    np.add.at(marginals, (trees[:, 1:], words), np.broadcast_to(p[:, None], words.shape))
+    return marginals, log_z
 
 
 def _derivation(heads):
@@ -304,3 +322,152 @@ def test_map_property_projective_tree(n, single_root, seed, kind):
             other[m] = h
             if _is_projective_tree(other, single_root):
                 assert _tree_scores(scores, other[None, :])[0] <= best + 1e-9
+
+
+# ----------------------------------------------------------------------- marginals
+
+
+@pytest.mark.parametrize("single_root", [False, True])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("seed", range(4))
+def test_marginals_brute_force(n, single_root, seed):
+    rng = np.random.default_rng(seed + 100 * n)
+    scores = _random_scores(rng, n, scale=3.0, p_forbid=0.15 if seed % 2 else 0.0)
+    ref, ref_log_z = _brute_marginals(scores, single_root)
+    if ref is None:
+        with pytest.raises(ValueError, match="projective"):
+            projective_marginals(scores, single_root)
+        return
+    marginals, log_z = projective_marginals(scores, single_root)
+    assert isinstance(log_z, float)
+    assert marginals.shape == (n + 1, n + 1)
+    np.testing.assert_allclose(marginals, ref, rtol=0, atol=1e-8)
+    assert abs(log_z - ref_log_z) <= 1e-8
+    # Forbidden arcs, column 0 and the diagonal get exactly 0.
+    assert np.all(marginals[np.isneginf(scores)] == 0.0)
+    assert np.all(marginals[:, 0] == 0.0)
+    assert np.all(np.diag(marginals) == 0.0)
+
+
+@pytest.mark.parametrize("single_root", [False, True])
+def test_marginals_of_zero_scores_count_trees(single_root):
+    for n in range(1, 6):
+        _, log_z = projective_marginals(np.zeros((n + 1, n + 1)), single_root)
+        assert abs(log_z - np.log(len(_projective_trees(n, single_root)))) <= 1e-12
+
+
+@pytest.mark.parametrize("single_root", [False, True])
+def test_grad_log_z_is_marginals(single_root):
+    n = 4
+    rng = np.random.default_rng(3)
+    scores = _random_scores(rng, n)
+    marginals, _ = projective_marginals(scores, single_root)
+    eps = 1e-5
+    grad = np.zeros_like(scores)
+    for h in range(n + 1):
+        for m in range(1, n + 1):
+            if h == m:
+                continue
+            step = np.zeros_like(scores)
+            step[h, m] = eps
+            grad[h, m] = (
+                projective_marginals(scores + step, single_root)[1]
+                - projective_marginals(scores - step, single_root)[1]
+            ) / (2 * eps)
+    np.testing.assert_allclose(grad, marginals, rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("single_root", [False, True])
+@pytest.mark.parametrize("seed", range(3))
+def test_marginals_extreme_scores(single_root, seed):
+    n = 5
+    rng = np.random.default_rng(seed)
+    scores = rng.choice([-1e4, 1e4], size=(n + 1, n + 1)) + rng.normal(size=(n + 1, n + 1))
+    scores[rng.random(size=scores.shape) < 0.1] = NEG_INF
+    ref, ref_log_z = _brute_marginals(scores, single_root)
+    if ref is None:
+        with pytest.raises(ValueError):
+            projective_marginals(scores, single_root)
+        return
+    marginals, log_z = projective_marginals(scores, single_root)
+    np.testing.assert_allclose(marginals, ref, rtol=0, atol=1e-8)
+    assert abs(log_z - ref_log_z) <= 1e-8 * max(1.0, abs(ref_log_z))
+
+
+def test_marginals_extreme_scale_large_n():
+    # Scores of magnitude 1e4 on 60 words: no overflow, a distribution per word.
+    n = 60
+    rng = np.random.default_rng(0)
+    scores = rng.normal(size=(n + 1, n + 1)) * 1e4
+    for single_root in (False, True):
+        marginals, log_z = projective_marginals(scores, single_root)
+        assert np.isfinite(log_z)
+        assert np.all((marginals >= 0) & (marginals <= 1 + 1e-12))
+        np.testing.assert_allclose(marginals[:, 1:].sum(axis=0), 1.0, atol=1e-10)
+        # At this scale the distribution is a point mass on the MAP tree.
+        heads = eisner_map(scores, single_root)
+        assert np.array_equal(marginals.argmax(axis=0)[1:], heads[1:])
+
+
+def test_marginals_n1():
+    marginals, log_z = projective_marginals(np.array([[0.0, -3.0], [7.0, 0.0]]), True)
+    assert marginals.tolist() == [[0.0, 1.0], [0.0, 0.0]]
+    assert log_z == -3.0
+    with pytest.raises(ValueError, match="no projective dependency tree"):
+        projective_marginals(np.array([[0.0, NEG_INF], [0.0, 0.0]]), False)
+
+
+def test_marginals_ignore_column_0_and_diagonal():
+    rng = np.random.default_rng(1)
+    scores = rng.normal(size=(5, 5))
+    other = scores.copy()
+    other[:, 0] = NEG_INF
+    other[np.diag_indices(5)] = 1e9
+    for single_root in (False, True):
+        a, log_a = projective_marginals(scores, single_root)
+        b, log_b = projective_marginals(other, single_root)
+        assert np.array_equal(a, b) and log_a == log_b
+
+
+@pytest.mark.parametrize("single_root", [False, True])
+def test_marginals_no_tree(single_root):
+    with pytest.raises(ValueError, match="finite score"):
+        projective_marginals(np.full((4, 4), NEG_INF), single_root)
+    # Only a crossing tree is finite.
+    scores = np.full((4, 4), NEG_INF)
+    scores[0, 2] = scores[2, 3] = scores[3, 1] = 0.0
+    with pytest.raises(ValueError, match="projective"):
+        projective_marginals(scores, single_root)
+
+
+def test_marginals_single_root_only_tree_left():
+    scores = np.full((3, 3), NEG_INF)
+    scores[0, 1] = scores[0, 2] = 0.5
+    marginals, log_z = projective_marginals(scores, False)
+    assert marginals.tolist() == [[0.0, 1.0, 1.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+    assert log_z == 1.0
+    with pytest.raises(ValueError, match="single root word"):
+        projective_marginals(scores, True)
+
+
+@given(
+    n=st.integers(1, 15),
+    single_root=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+    scale=st.sampled_from([0.1, 1.0, 30.0, 1e4]),
+)
+def test_marginals_property_distribution(n, single_root, seed, scale):
+    rng = np.random.default_rng(seed)
+    scores = _random_scores(rng, n, scale=scale, p_forbid=0.2)
+    scores[np.arange(n), np.arange(1, n + 1)] = rng.normal(size=n)  # keep the chain
+    marginals, log_z = projective_marginals(scores, single_root)
+    heads = eisner_map(scores, single_root)
+    assert np.isfinite(log_z)
+    # log Z is at least the best tree's score, at most it plus log(#trees).
+    best = _tree_scores(scores, heads[None, :])[0]
+    assert best - 1e-9 * max(1.0, abs(best)) <= log_z <= best + 3 * n
+    assert np.all((marginals >= 0) & (marginals <= 1 + 1e-12))
+    np.testing.assert_allclose(marginals[:, 1:].sum(axis=0), 1.0, atol=1e-10)
+    assert np.all(marginals[np.isneginf(scores)] == 0.0)
+    if single_root:
+        assert abs(marginals[0].sum() - 1.0) <= 1e-10
