@@ -8,12 +8,14 @@ for how to add your own), which is all that SparseMAP
 from ._base import Parts, Structure, UnaryStructure
 from ._budget import Budget
 from ._matching import Matching
+from ._sequence import Sequence
 from ._xor import XOR
 
 __all__ = [
     "Budget",
     "Matching",
     "Parts",
+    "Sequence",
     "Structure",
     "UnaryStructure",
     "XOR",
