@@ -22,9 +22,9 @@ the forward-mode derivative of that computation (see
 
 import numpy as np
 
-from ._projective_fast import eisner, inside_outside
+from ._projective_fast import eisner, inside_outside, inside_outside_jvp
 
-__all__ = ["eisner_map", "projective_marginals"]
+__all__ = ["eisner_map", "projective_marginals", "projective_marginals_backward"]
 
 
 def _as_scores(scores):
@@ -141,3 +141,62 @@ def projective_marginals(scores, single_root):
     if not log_z > -np.inf:
         raise _no_tree_error(single_root)
     return marginals, float(log_z)
+
+
+def projective_marginals_backward(scores, single_root, d_arc_marginals):
+    """Vector-Jacobian product of :func:`projective_marginals` w.r.t. the scores.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n + 1, n + 1), float64, C-contiguous
+        Arc scores as in :func:`eisner_map`. Not validated.
+    single_root : bool
+        Whether exactly one word must be attached to the root.
+    d_arc_marginals : ndarray of shape (n + 1, n + 1), float64
+        Gradient of a loss with respect to the arc marginals (finite); its
+        column 0 and diagonal are ignored. Not validated.
+
+    Returns
+    -------
+    d_scores : ndarray of shape (n + 1, n + 1)
+        Gradient of the loss with respect to ``scores``; 0 on column 0, the
+        diagonal and the forbidden (``-inf``) arcs.
+
+    Raises
+    ------
+    ValueError
+        If no projective tree (single-rooted if required) avoids every
+        ``-inf`` arc.
+
+    Notes
+    -----
+    The marginals are the gradient of ``log_z``, so their Jacobian is the
+    (symmetric) Hessian of ``log_z`` and the vector-Jacobian product equals
+    the derivative of the marginals in the direction ``d_arc_marginals``.
+    It is computed by forward-mode differentiation of the inside-outside
+    pass, in O(n^3) like the forward pass. This replaces the signed log-space
+    backpropagation of Kim et al. (2017, App. B, Fig. 7) with an equally
+    stable scheme: each inside log-value carries the conditional expectation
+    of ``d_arc_marginals . arcs`` given its chart item, each item probability
+    and local weight (numbers in [0, 1]) carries its derivative, and these are
+    combined by sums and products with weights in [0, 1], without any
+    exponential of an unshifted score; so it is stable for scores of
+    magnitude 1e4, with an absolute error of a few ulps times
+    ``sum(abs(d_arc_marginals))``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sksparse_struct.structures._projective import (
+    ...     projective_marginals_backward)
+    >>> d = np.zeros((3, 3)); d[0, 1] = 1.0
+    >>> projective_marginals_backward(np.zeros((3, 3)), False, d).round(4).tolist()
+    [[0.0, 0.2222, -0.1111], [0.0, 0.0, 0.1111], [0.0, -0.2222, 0.0]]
+    """
+    scores = _as_scores(scores)
+    direction = np.ascontiguousarray(d_arc_marginals, dtype=np.float64)
+    d_scores = np.empty_like(scores)
+    log_z = inside_outside_jvp(scores, bool(single_root), direction, d_scores)
+    if not log_z > -np.inf:
+        raise _no_tree_error(single_root)
+    return d_scores

@@ -355,3 +355,176 @@ def inside_outside(scores, single_root, marginals):
     outside(single_root, cr, crT, cl, clT, ir, ilT, sp,
             gcr, gcrT, gcl, gclT, gir, gilT, marginals, buf, bits)
     return log_z
+
+
+# ------------------------------------------------------- backward pass of the marginals
+#
+# The marginals are the gradient of log Z, so their Jacobian is the Hessian of
+# log Z, which is symmetric: the vector-Jacobian product with ``v`` equals the
+# Jacobian-vector product in the direction ``v``. We get it by forward-mode
+# differentiation of the inside-outside pass above: every chart value carries
+# its derivative along ``scores + eps v``. The derivative of an inside
+# log-value is the conditional expectation of ``v . arcs`` given the item, and
+# that of a local weight is ``w_u (d a_u + d b_u - d x)``: bounded numbers,
+# combined only by sums and products with weights in [0, 1], so the pass keeps
+# the stability of the forward one (no signed log-space bookkeeping needed).
+
+
+@njit
+def lse_pair_jvp(x, x0, y, y0, dx, dy, length, buf, bits):
+    """:func:`lse_pair` and its derivative (``dx``, ``dy`` aligned with ``x``, ``y``)."""
+    m = -np.inf
+    for i in range(length):
+        v = x[x0 + i] + y[y0 + i]
+        buf[i] = v
+        m = max(m, v)
+    if m == -np.inf:
+        return m, 0.0
+    for i in range(length):
+        buf[i] -= m
+    exp_nonpositive(buf, bits, length)
+    acc = 0.0
+    d_acc = 0.0
+    for i in range(length):
+        w = buf[i]
+        acc += w
+        d_acc += w * (dx[x0 + i] + dy[y0 + i])
+    return m + np.log(acc), d_acc / acc
+
+
+@njit
+def scatter_pair_jvp(g, dg, x, x0, y, y0, dx, dy, length, total, d_total,
+                     gx, dgx, gy, dgy, buf, bits):
+    """:func:`scatter_pair` and its derivative."""
+    for i in range(length):
+        buf[i] = x[x0 + i] + y[y0 + i] - total
+    exp_nonpositive(buf, bits, length)
+    for i in range(length):
+        w = buf[i]
+        dw = w * (dx[x0 + i] + dy[y0 + i] - d_total)
+        gw = g * w
+        dgw = dg * w + g * dw
+        gx[x0 + i] += gw
+        dgx[x0 + i] += dgw
+        gy[y0 + i] += gw
+        dgy[y0 + i] += dgw
+
+
+@njit
+def inside_jvp(scores, single_root, direction, cr, crT, cl, clT, ir, ilT, sp,
+               dcr, dcrT, dcl, dclT, dir_, dilT, dsp, buf, bits):
+    """:func:`inside` and the derivatives of its tables along ``direction``."""
+    N = scores.shape[0]
+    for s in range(N):
+        cr[s, s] = crT[s, s] = 0.0
+        cl[s, s] = clT[s, s] = 0.0
+        dcr[s, s] = dcrT[s, s] = 0.0
+        dcl[s, s] = dclT[s, s] = 0.0
+    for k in range(1, N):
+        for s in range(N - k):
+            t = s + k
+            n_split = 1 if (single_root and s == 0) else k
+            val, d_val = lse_pair_jvp(cr[s], s, clT[t], s + 1, dcr[s], dclT[t],
+                                      n_split, buf, bits)
+            sp[s, t] = val
+            dsp[s, t] = d_val
+            ir[s, t] = val + scores[s, t]
+            dir_[s, t] = d_val + direction[s, t]
+            if s == 0:
+                ilT[t, s] = -np.inf
+                dilT[t, s] = 0.0
+            else:
+                ilT[t, s] = val + scores[t, s]
+                dilT[t, s] = d_val + direction[t, s]
+            val, d_val = lse_pair_jvp(ir[s], s + 1, crT[t], s + 1, dir_[s], dcrT[t],
+                                      k, buf, bits)
+            cr[s, t] = crT[t, s] = val
+            dcr[s, t] = dcrT[t, s] = d_val
+            if s == 0:
+                cl[s, t] = clT[t, s] = -np.inf
+                dcl[s, t] = dclT[t, s] = 0.0
+            else:
+                val, d_val = lse_pair_jvp(cl[s], s, ilT[t], s, dcl[s], dilT[t],
+                                          k, buf, bits)
+                cl[s, t] = clT[t, s] = val
+                dcl[s, t] = dclT[t, s] = d_val
+    return cr[0, N - 1]
+
+
+@njit
+def outside_jvp(single_root, cr, crT, cl, clT, ir, ilT, sp,
+                dcr, dcrT, dcl, dclT, dir_, dilT, dsp, d_marginals, buf, bits):
+    """Derivative of the arc marginals of :func:`outside` into ``d_marginals``."""
+    N = cr.shape[0]
+    gcr = np.zeros((N, N))
+    gcrT = np.zeros((N, N))
+    gcl = np.zeros((N, N))
+    gclT = np.zeros((N, N))
+    gir = np.zeros((N, N))
+    gilT = np.zeros((N, N))
+    dgcr = np.zeros((N, N))
+    dgcrT = np.zeros((N, N))
+    dgcl = np.zeros((N, N))
+    dgclT = np.zeros((N, N))
+    dgir = np.zeros((N, N))
+    dgilT = np.zeros((N, N))
+    d_marginals[:, :] = 0.0
+    gcr[0, N - 1] = 1.0
+    for k in range(N - 1, 0, -1):
+        for s in range(N - k):
+            t = s + k
+            g = gcr[s, t] + gcrT[t, s]
+            dg = dgcr[s, t] + dgcrT[t, s]
+            if cr[s, t] > -np.inf and (g != 0.0 or dg != 0.0):
+                scatter_pair_jvp(g, dg, ir[s], s + 1, crT[t], s + 1, dir_[s], dcrT[t],
+                                 k, cr[s, t], dcr[s, t],
+                                 gir[s], dgir[s], gcrT[t], dgcrT[t], buf, bits)
+            if s > 0:
+                g = gcl[s, t] + gclT[t, s]
+                dg = dgcl[s, t] + dgclT[t, s]
+                if cl[s, t] > -np.inf and (g != 0.0 or dg != 0.0):
+                    scatter_pair_jvp(g, dg, cl[s], s, ilT[t], s, dcl[s], dilT[t],
+                                     k, cl[s, t], dcl[s, t],
+                                     gcl[s], dgcl[s], gilT[t], dgilT[t], buf, bits)
+            d_marginals[s, t] = dgir[s, t]
+            d_marginals[t, s] = dgilT[t, s]
+            g = gir[s, t] + gilT[t, s]
+            dg = dgir[s, t] + dgilT[t, s]
+            if sp[s, t] > -np.inf and (g != 0.0 or dg != 0.0):
+                n_split = 1 if (single_root and s == 0) else k
+                scatter_pair_jvp(g, dg, cr[s], s, clT[t], s + 1, dcr[s], dclT[t],
+                                 n_split, sp[s, t], dsp[s, t],
+                                 gcr[s], dgcr[s], gclT[t], dgclT[t], buf, bits)
+
+
+@njit
+def inside_outside_jvp(scores, single_root, direction, d_marginals):
+    """Derivative of the arc marginals along ``direction`` into ``d_marginals``.
+
+    Returns log Z (``-inf``: no tree, and ``d_marginals`` is left at 0).
+    """
+    N = scores.shape[0]
+    cr = np.empty((N, N))
+    crT = np.empty((N, N))
+    cl = np.empty((N, N))
+    clT = np.empty((N, N))
+    ir = np.empty((N, N))
+    ilT = np.empty((N, N))
+    sp = np.empty((N, N))
+    dcr = np.empty((N, N))
+    dcrT = np.empty((N, N))
+    dcl = np.empty((N, N))
+    dclT = np.empty((N, N))
+    dir_ = np.empty((N, N))
+    dilT = np.empty((N, N))
+    dsp = np.empty((N, N))
+    buf = np.empty(N)
+    bits = np.empty(N, dtype=np.int64)
+    log_z = inside_jvp(scores, single_root, direction, cr, crT, cl, clT, ir, ilT, sp,
+                       dcr, dcrT, dcl, dclT, dir_, dilT, dsp, buf, bits)
+    if log_z == -np.inf:
+        d_marginals[:, :] = 0.0
+        return log_z
+    outside_jvp(single_root, cr, crT, cl, clT, ir, ilT, sp,
+                dcr, dcrT, dcl, dclT, dir_, dilT, dsp, d_marginals, buf, bits)
+    return log_z

@@ -13,7 +13,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sksparse_struct.structures._projective import eisner_map, projective_marginals
+from sksparse_struct.structures._projective import (
+    eisner_map,
+    projective_marginals,
+    projective_marginals_backward,
+)
 
 NEG_INF = -np.inf
 
@@ -471,3 +475,127 @@ def test_marginals_property_distribution(n, single_root, seed, scale):
     assert np.all(marginals[np.isneginf(scores)] == 0.0)
     if single_root:
         assert abs(marginals[0].sum() - 1.0) <= 1e-10
+
+
+# ------------------------------------------------------------- backward of marginals
+
+
+def _fd_backward(scores, single_root, d_marginals, eps=1e-5):
+    """Central finite differences of ``d_marginals . marginals(scores)``."""
+    n = scores.shape[0] - 1
+    grad = np.zeros_like(scores)
+    for h in range(n + 1):
+        for m in range(1, n + 1):
+            if h == m or not np.isfinite(scores[h, m]):
+                continue
+            step = np.zeros_like(scores)
+            step[h, m] = eps
+            plus = projective_marginals(scores + step, single_root)[0]
+            minus = projective_marginals(scores - step, single_root)[0]
+            grad[h, m] = np.sum(d_marginals * (plus - minus)) / (2 * eps)
+    return grad
+
+
+def _used(d, n):
+    """The entries the backward pass reads: off the diagonal, columns >= 1."""
+    d = d.copy()
+    d[:, 0] = 0.0
+    d[np.diag_indices(n + 1)] = 0.0
+    return d
+
+
+@pytest.mark.parametrize("single_root", [False, True])
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+@pytest.mark.parametrize("seed", range(3))
+def test_backward_finite_differences(n, single_root, seed):
+    rng = np.random.default_rng(seed + 1000 * n)
+    scores = _random_scores(rng, n, scale=1.5, p_forbid=0.15 if seed == 2 else 0.0)
+    scores[np.arange(n), np.arange(1, n + 1)] = rng.normal(size=n)  # keep a tree
+    d_marginals = rng.normal(size=scores.shape)  # column 0 / diagonal: ignored
+    got = projective_marginals_backward(scores, single_root, d_marginals)
+    assert got.shape == scores.shape
+    expected = _fd_backward(scores, single_root, _used(d_marginals, n))
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-7)
+    assert np.all(got[:, 0] == 0.0) and np.all(np.diag(got) == 0.0)
+    assert np.all(got[np.isneginf(scores)] == 0.0)
+
+
+@pytest.mark.parametrize("single_root", [False, True])
+def test_backward_brute_force_covariance(single_root):
+    # d marginals / d scores = covariance of the arc indicators under p(y).
+    n = 4
+    rng = np.random.default_rng(7)
+    scores = _random_scores(rng, n)
+    trees = _projective_trees(n, single_root)
+    values = _tree_scores(scores, trees)
+    p = np.exp(values - values.max())
+    p /= p.sum()
+    z = np.zeros((len(trees), n + 1, n + 1))
+    for i, heads in enumerate(trees):
+        z[i, heads[1:], np.arange(1, n + 1)] = 1.0
+    z = z.reshape(len(trees), -1)
+    mean = p @ z
+    cov = (z * p[:, None]).T @ z - np.outer(mean, mean)
+    d_marginals = _used(rng.normal(size=scores.shape), n)
+    got = projective_marginals_backward(scores, single_root, d_marginals)
+    np.testing.assert_allclose(got.ravel(), cov @ d_marginals.ravel(), rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("single_root", [False, True])
+def test_backward_invariant_to_huge_column_shifts(single_root):
+    # Every tree has one head per word: adding c[m] (here +-1e4) to column m
+    # changes no marginal, hence no derivative either.
+    n = 12
+    rng = np.random.default_rng(5)
+    scores = _random_scores(rng, n)
+    shift = rng.choice([-1e4, 1e4], size=n + 1) + rng.normal(size=n + 1)
+    d_marginals = rng.normal(size=scores.shape)
+    base_marg, _ = projective_marginals(scores, single_root)
+    shift_marg, _ = projective_marginals(scores + shift[None, :], single_root)
+    np.testing.assert_allclose(shift_marg, base_marg, rtol=0, atol=1e-10)
+    base = projective_marginals_backward(scores, single_root, d_marginals)
+    shifted = projective_marginals_backward(scores + shift[None, :], single_root, d_marginals)
+    np.testing.assert_allclose(shifted, base, rtol=0, atol=1e-9)
+
+
+def test_backward_extreme_scores_finite():
+    n = 40
+    rng = np.random.default_rng(2)
+    scores = rng.normal(size=(n + 1, n + 1)) * 1e4
+    scores[rng.random(size=scores.shape) < 0.2] = NEG_INF
+    scores[np.arange(n), np.arange(1, n + 1)] = 0.0
+    for single_root in (False, True):
+        got = projective_marginals_backward(scores, single_root, rng.normal(size=scores.shape))
+        assert np.all(np.isfinite(got))
+        # A point mass: the covariance of the arcs is ~0.
+        assert np.abs(got).max() < 1e-8
+
+
+def test_backward_n1_and_no_tree():
+    got = projective_marginals_backward(np.array([[0.0, 2.0], [1.0, 0.0]]), True, np.ones((2, 2)))
+    assert got.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    with pytest.raises(ValueError, match="no projective dependency tree"):
+        projective_marginals_backward(np.full((3, 3), NEG_INF), False, np.ones((3, 3)))
+
+
+@given(
+    n=st.integers(1, 12),
+    single_root=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+    scale=st.sampled_from([0.1, 1.0, 10.0]),
+)
+def test_backward_property_symmetric_hessian(n, single_root, seed, scale):
+    rng = np.random.default_rng(seed)
+    scores = _random_scores(rng, n, scale=scale, p_forbid=0.2)
+    scores[np.arange(n), np.arange(1, n + 1)] = rng.normal(size=n)
+    a = _used(rng.normal(size=scores.shape), n)
+    b = _used(rng.normal(size=scores.shape), n)
+    back_a = projective_marginals_backward(scores, single_root, a)
+    back_b = projective_marginals_backward(scores, single_root, b)
+    # <a, H b> = <b, H a>, and H is linear in its argument.
+    assert abs(np.sum(a * back_b) - np.sum(b * back_a)) <= 1e-9 * (1 + np.abs(a).sum() * np.abs(b).sum())
+    both = projective_marginals_backward(scores, single_root, a + 2 * b)
+    np.testing.assert_allclose(both, back_a + 2 * back_b, rtol=0, atol=1e-9 * (1 + np.abs(a).sum()))
+    # Each column of the marginals sums to 1: a column-constant gradient has no effect.
+    const = np.broadcast_to(rng.normal(size=n + 1), scores.shape).copy()
+    assert np.abs(projective_marginals_backward(scores, single_root, const)).max() <= 1e-9 * (1 + n)
