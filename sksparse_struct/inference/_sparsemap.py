@@ -171,6 +171,7 @@ class _Support:
         self.p = np.zeros(cap)
         self.values = []
         self.keys = []
+        self.where = {}  # key -> position, to find duplicates in O(1)
         self.kkt = kkt
         if kkt:
             self.G = np.zeros((cap, cap))
@@ -197,10 +198,7 @@ class _Support:
             self.B = B
 
     def position(self, key):
-        try:
-            return self.keys.index(key)
-        except ValueError:
-            return -1
+        return self.where.get(key, -1)
 
     def affine_residual(self, m):
         """Gram row ``M_S m``, ``w = B [1; M_S m]`` and the Schur complement.
@@ -213,12 +211,12 @@ class _Support:
         b = self.M[:k] @ m
         gm = float(m @ m)
         if k == 0:
-            return b, None, gm
+            return b, None, gm, gm
         r = np.empty(k + 1)
         r[0] = 1.0
         r[1:] = b
         w = self.B[: k + 1, : k + 1] @ r
-        return b, w, gm - float(r @ w)
+        return b, w, gm - float(r @ w), gm
 
     def append(self, value, key, m, n, theta, prob, kkt_terms=None):
         if self.k == self.M.shape[0]:
@@ -230,9 +228,9 @@ class _Support:
         self.p[k] = prob
         self.values.append(value)
         self.keys.append(key)
+        self.where[key] = k
         if self.kkt:
-            b, w, schur = kkt_terms
-            gm = float(m @ m)
+            b, w, schur, gm = kkt_terms
             self.G[k, :k] = b
             self.G[:k, k] = b
             self.G[k, k] = gm
@@ -241,20 +239,23 @@ class _Support:
                 B[0, 0], B[0, 1], B[1, 0], B[1, 1] = -gm, 1.0, 1.0, 0.0
             else:
                 # Inverse of the matrix bordered by one row and column.
-                B[: k + 1, : k + 1] += np.outer(w, w) / schur
-                B[: k + 1, k + 1] = -w / schur
-                B[k + 1, : k + 1] = -w / schur
+                w_scaled = w / schur
+                B[: k + 1, : k + 1] += w[:, None] * w_scaled
+                B[: k + 1, k + 1] = -w_scaled
+                B[k + 1, : k + 1] = -w_scaled
                 B[k + 1, k + 1] = 1.0 / schur
         self.k = k + 1
 
     def remove(self, j):
         """Drop structure ``j``, moving the last one into its slot."""
         last = self.k - 1
+        del self.where[self.keys[j]]
         if j != last:
             for arr in (self.M, self.N, self.theta, self.p):
                 arr[j] = arr[last]
             self.values[j] = self.values[last]
             self.keys[j] = self.keys[last]
+            self.where[self.keys[j]] = j
             if self.kkt:
                 for arr, a, b in ((self.G, j, last), (self.B, j + 1, last + 1)):
                     arr[[a, b]] = arr[[b, a]]
@@ -266,10 +267,13 @@ class _Support:
             # Inverse of the matrix with its last row and column deleted.
             B = self.B
             col = B[: last + 1, last + 1].copy()
-            B[: last + 1, : last + 1] -= np.outer(col, col) / B[last + 1, last + 1]
+            B[: last + 1, : last + 1] -= col[:, None] * (col / B[last + 1, last + 1])
 
     def remove_nonpositive(self):
-        for j in sorted(np.flatnonzero(self.p[: self.k] <= 0.0), reverse=True):
+        p = self.p[: self.k]
+        if p.min() > 0.0:
+            return
+        for j in np.flatnonzero(p <= 0.0)[::-1]:
             self.remove(int(j))
 
     def solve_relaxed(self):
@@ -306,11 +310,18 @@ def _check_max_iter(max_iter):
     return int(max_iter)
 
 
-def _vertex(structure, parts, value, m, n):
-    """Float64 indicators, dedupe key and score ``theta`` of a structure."""
+def _vertex(parts, value, m, n, finite=False):
+    """Float64 indicators, dedupe key and score ``theta`` of a structure.
+
+    ``finite`` says that no score is ``-inf``, so that plain dot products
+    cannot meet ``0 * -inf``.
+    """
     m = np.ascontiguousarray(m, dtype=np.float64)
     n = np.ascontiguousarray(n, dtype=np.float64)
-    theta = dot_masked(parts.eta_u, m) + dot_masked(parts.eta_v, n)
+    if finite:
+        theta = float(parts.eta_u @ m + parts.eta_v @ n)
+    else:
+        theta = dot_masked(parts.eta_u, m) + dot_masked(parts.eta_v, n)
     return value, m, n, m.tobytes() + n.tobytes(), theta
 
 
@@ -355,13 +366,13 @@ def _initial_vertices(structure, parts, init):
                 pairs.append((value, m, n, 1.0 / len(values)))
         seen = set()
         for value, m, n, prob in pairs:
-            vert = _vertex(structure, parts, value, m, n)
+            vert = _vertex(parts, value, m, n)
             if np.isfinite(vert[4]) and vert[3] not in seen:
                 seen.add(vert[3])
                 start.append((vert, prob))
     if not start:
         value, m, n = structure.oracle(parts, parts.eta_u, parts.eta_v)
-        vert = _vertex(structure, parts, value, m, n)
+        vert = _vertex(parts, value, m, n)
         if not np.isfinite(vert[4]):
             raise ValueError(
                 f"every structure of {structure!r} uses a forbidden (-inf) part: "
@@ -371,10 +382,14 @@ def _initial_vertices(structure, parts, init):
     return start
 
 
-def _linear_gap(structure, parts, support, u):
+def _all_finite(parts):
+    return bool(np.isfinite(parts.eta_u).all() and np.isfinite(parts.eta_v).all())
+
+
+def _linear_gap(structure, parts, support, u, finite):
     """Oracle call at ``u``: the new structure, its linear score and the gap."""
     value, m, n = structure.oracle(parts, parts.eta_u - u, parts.eta_v)
-    vert = _vertex(structure, parts, value, m, n)
+    vert = _vertex(parts, value, m, n, finite)
     k = support.k
     p = support.p[:k]
     # <grad f, [u; v]> = sum_y p_y (theta_y - m_y . u) = theta_S . p - u . u
@@ -395,9 +410,9 @@ def _add_active(support, vert, prob):
     """
     value, m, n, key, theta = vert
     while True:
-        b, w, schur = support.affine_residual(m)
-        if support.k == 0 or schur > _DEPENDENT_TOL * max(1.0, float(m @ m)):
-            support.append(value, key, m, n, theta, prob, (b, w, schur))
+        b, w, schur, gm = support.affine_residual(m)
+        if support.k == 0 or schur > _DEPENDENT_TOL * max(1.0, gm):
+            support.append(value, key, m, n, theta, prob, (b, w, schur, gm))
             return
         coef = w[1:]
         k = support.k
@@ -415,6 +430,7 @@ def _add_active(support, vert, prob):
 
 def _solve_active_set(structure, parts, start, max_iter, tol):
     n_u, n_v = parts.eta_u.shape[0], parts.eta_v.shape[0]
+    finite = _all_finite(parts)
     support = _Support(n_u, n_v, kkt=True)
     total = sum(prob for _, prob in start)
     for vert, prob in start:
@@ -428,8 +444,8 @@ def _solve_active_set(structure, parts, start, max_iter, tol):
         tau, p_hat = support.solve_relaxed()
         k = support.k
         p = support.p[:k]
-        negative = p_hat < 0.0
-        if negative.any():
+        if p_hat.min() < 0.0:
+            negative = p_hat < 0.0
             # Eq. 4.10: step towards p_hat until the first coordinate hits 0.
             ratios = np.full(k, np.inf)
             ratios[negative] = p[negative] / (p[negative] - p_hat[negative])
@@ -444,7 +460,7 @@ def _solve_active_set(structure, parts, start, max_iter, tol):
         support.remove_nonpositive()
         k = support.k
         u = support.p[:k] @ support.M[:k]
-        vert, _, gap = _linear_gap(structure, parts, support, u)
+        vert, _, gap = _linear_gap(structure, parts, support, u, finite)
         objective = float(support.theta[:k] @ support.p[:k] - 0.5 * (u @ u))
         if gap <= tol * max(1.0, abs(objective)):
             converged = True
@@ -461,6 +477,7 @@ def _solve_active_set(structure, parts, start, max_iter, tol):
 
 def _solve_conditional_gradient(structure, parts, start, max_iter, tol, variant):
     n_u, n_v = parts.eta_u.shape[0], parts.eta_v.shape[0]
+    finite = _all_finite(parts)
     support = _Support(n_u, n_v, kkt=False)
     total = sum(prob for _, prob in start)
     for (value, m, n, key, theta), prob in start:
@@ -473,7 +490,7 @@ def _solve_conditional_gradient(structure, parts, start, max_iter, tol, variant)
         p = support.p[:k]
         M = support.M[:k]
         u = p @ M
-        vert, score, gap = _linear_gap(structure, parts, support, u)
+        vert, score, gap = _linear_gap(structure, parts, support, u, finite)
         objective = float(support.theta[:k] @ p - 0.5 * (u @ u))
         if gap <= tol * max(1.0, abs(objective)):
             converged = True
@@ -617,7 +634,7 @@ default="active_set"
     u = p @ support.M[:k]
     if not converged:
         # Report the gap at the point returned (one more oracle call).
-        _, _, gap = _linear_gap(structure, parts, support, u)
+        _, _, gap = _linear_gap(structure, parts, support, u, _all_finite(parts))
         warnings.warn(
             f"sparsemap (method={method!r}) did not converge in max_iter={max_iter} "
             f"iterations: Wolfe gap {gap:.3g}; increase max_iter.",

@@ -645,10 +645,10 @@ def test_active_set_pivots_around_affinely_dependent_structures(monkeypatch):
     original = module._Support.affine_residual
 
     def counting(self, m):
-        b, w, schur = original(self, m)
-        if self.k and schur <= module._DEPENDENT_TOL * max(1.0, float(m @ m)):
+        b, w, schur, gm = original(self, m)
+        if self.k and schur <= module._DEPENDENT_TOL * max(1.0, gm):
             hits.append(self.k)
-        return b, w, schur
+        return b, w, schur, gm
 
     monkeypatch.setattr(module._Support, "affine_residual", counting)
     rng = np.random.default_rng(12)
