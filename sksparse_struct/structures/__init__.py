@@ -9,10 +9,12 @@ from ._base import Parts, Structure, UnaryStructure
 from ._budget import Budget
 from ._matching import Matching
 from ._sequence import Sequence
+from ._tree import DependencyTree
 from ._xor import XOR
 
 __all__ = [
     "Budget",
+    "DependencyTree",
     "Matching",
     "Parts",
     "Sequence",

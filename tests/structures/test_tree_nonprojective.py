@@ -1,0 +1,551 @@
+"""Non-projective DependencyTree: MAP, matrix-tree marginals and their backward pass.
+
+References are independent of the library: every head assignment of n <= 5
+words is enumerated and the trees kept (brute force), and gradients are
+checked by central finite differences.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy.special import logsumexp
+
+from sksparse_struct.structures import DependencyTree
+from sksparse_struct.structures._tree import check_heads
+
+from .._helpers import central_difference_vjp
+
+
+def enumerate_trees(n, single_root):
+    """Every dependency tree over n words (heads vectors), by brute force."""
+    trees = []
+    for hs in itertools.product(range(n + 1), repeat=n):
+        heads = (-1,) + hs
+        if any(heads[m] == m for m in range(1, n + 1)):
+            continue
+        if single_root and sum(h == 0 for h in hs) != 1:
+            continue
+        ok = True
+        for m in range(1, n + 1):
+            seen, v = set(), m
+            while v != 0:
+                if v in seen:
+                    ok = False
+                    break
+                seen.add(v)
+                v = heads[v]
+            if not ok:
+                break
+        if ok:
+            trees.append(np.array(heads))
+    return trees
+
+
+def tree_score(scores, heads):
+    return sum(scores[heads[m], m] for m in range(1, len(heads)))
+
+
+def brute_force(scores, single_root):
+    n = scores.shape[0] - 1
+    trees = enumerate_trees(n, single_root)
+    values = np.array([tree_score(scores, t) for t in trees])
+    finite = np.isfinite(values)
+    log_z = logsumexp(values[finite])
+    mu = np.zeros_like(scores)
+    for t, v in zip(trees, values):
+        if np.isfinite(v):
+            mu[t[1:], np.arange(1, n + 1)] += np.exp(v - log_z)
+    return trees, values, mu, log_z
+
+
+def random_scores(rng, n, scale=1.0, p_forbid=0.0, integer=False):
+    s = rng.normal(size=(n + 1, n + 1)) * scale
+    if integer:
+        s = np.round(s)
+    if p_forbid:
+        s[rng.random(s.shape) < p_forbid] = -np.inf
+    return s
+
+
+def test_number_of_trees_matches_cayley():
+    # (n + 1)^(n - 1) multi-rooted trees and n^(n - 1) single-rooted ones;
+    # the thesis counts 1296 = 6^4 trees for five words.
+    for n in range(1, 6):
+        assert len(enumerate_trees(n, False)) == (n + 1) ** (n - 1)
+        assert len(enumerate_trees(n, True)) == n ** (n - 1)
+
+
+# -- MAP ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_map_matches_brute_force(single_root):
+    rng = np.random.default_rng(0)
+    tree = DependencyTree(single_root=single_root)
+    for trial in range(150):
+        n = 1 + trial % 5
+        scores = random_scores(
+            rng, n, scale=[1.0, 3.0, 10.0][trial % 3], integer=trial % 4 == 0
+        )
+        trees, values, _, _ = brute_force(scores, single_root)
+        heads = tree.map(scores)
+        assert heads.dtype == np.int64 and heads[0] == -1
+        assert any((t == heads).all() for t in trees)
+        assert tree_score(scores, heads) == pytest.approx(values.max(), abs=1e-9)
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_map_with_forbidden_arcs_matches_brute_force(single_root):
+    rng = np.random.default_rng(1)
+    tree = DependencyTree(single_root=single_root)
+    checked = 0
+    for trial in range(300):
+        n = 1 + trial % 5
+        scores = random_scores(rng, n, p_forbid=0.45, integer=trial % 2 == 0)
+        trees, values, _, _ = brute_force(scores, single_root)
+        if not np.isfinite(values).any():
+            with pytest.raises(ValueError, match="no dependency tree"):
+                tree.map(scores)
+            continue
+        heads = tree.map(scores)
+        assert np.isfinite(tree_score(scores, heads))
+        assert tree_score(scores, heads) == pytest.approx(values.max(), abs=1e-9)
+        checked += 1
+    assert checked > 100
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_map_ties_are_deterministic(single_root):
+    rng = np.random.default_rng(2)
+    tree = DependencyTree(single_root=single_root)
+    for n in range(1, 6):
+        for scores in (np.zeros((n + 1, n + 1)), rng.integers(0, 2, (n + 1, n + 1)) * 1.0):
+            trees, values, _, _ = brute_force(scores, single_root)
+            first = tree.map(scores)
+            assert tree_score(scores, first) == values.max()
+            # Same input, same tree, also across a copy with other memory layout.
+            assert (tree.map(scores) == first).all()
+            assert (tree.map(np.asfortranarray(scores)) == first).all()
+
+
+def test_map_ties_documented_rule():
+    # All arcs equal: the greedy step prefers the lowest head index, so every
+    # word attaches to the root when several root words are allowed.
+    scores = np.zeros((5, 5))
+    assert DependencyTree(single_root=False).map(scores).tolist() == [-1, 0, 0, 0, 0]
+    heads = DependencyTree(single_root=True).map(scores)
+    check_heads(heads, 4, single_root=True)
+
+
+def test_single_root_map_beats_cheap_root_swap():
+    # Greedy graph: root -> 1 -> 2 and root -> 3. Dropping the cheaper root
+    # arc (root -> 1) creates a cycle 1 <-> 2; the best single-rooted tree
+    # keeps root -> 1 and re-attaches 3 instead.
+    s = np.full((4, 4), -np.inf)
+    s[0, 1], s[0, 2], s[0, 3] = -6.44, -14.09, 8.1
+    s[1, 2], s[1, 3] = 8.65, -2.37
+    s[2, 1], s[2, 3] = -7.13, -1.13
+    s[3, 1], s[3, 2] = -26.06, -9.25
+    assert DependencyTree(single_root=True).map(s).tolist() == [-1, 0, 1, 2]
+    assert DependencyTree(single_root=False).map(s).tolist() == [-1, 0, 1, 0]
+
+
+@given(
+    n=st.integers(1, 14),
+    seed=st.integers(0, 2**32 - 1),
+    single_root=st.booleans(),
+    scale=st.sampled_from([0.1, 1.0, 100.0, 1e4]),
+    p_forbid=st.sampled_from([0.0, 0.3]),
+)
+def test_map_is_always_a_valid_tree(n, seed, single_root, scale, p_forbid):
+    rng = np.random.default_rng(seed)
+    scores = random_scores(rng, n, scale=scale)
+    if p_forbid:
+        mask = rng.random(scores.shape) < p_forbid
+        chain = np.arange(n)
+        mask[chain, chain + 1] = False  # keep the chain 0 -> 1 -> ... -> n feasible
+        scores[mask] = -np.inf
+    tree = DependencyTree(single_root=single_root)
+    heads = tree.map(scores)
+    check_heads(heads, n, single_root)
+    # At least as good as two simple trees (when they are allowed).
+    value = tree_score(scores, heads)
+    chain_heads = np.arange(-1, n)
+    assert value >= tree_score(scores, chain_heads) - 1e-9 * max(1.0, scale)
+    if not single_root:
+        assert value >= tree_score(scores, np.r_[-1, np.zeros(n, int)]) - 1e-9 * scale
+
+
+def test_map_large_sentence_against_networkx_or_value():
+    # n = 40 multi-rooted: compare to networkx when available.
+    nx = pytest.importorskip("networkx")
+    rng = np.random.default_rng(3)
+    n = 40
+    scores = rng.normal(size=(n + 1, n + 1))
+    g = nx.DiGraph()
+    for h in range(n + 1):
+        for m in range(1, n + 1):
+            if h != m:
+                g.add_edge(h, m, weight=scores[h, m])
+    best = nx.maximum_spanning_arborescence(g)
+    ref = sum(d["weight"] for _, _, d in best.edges(data=True))
+    heads = DependencyTree(single_root=False).map(scores)
+    assert tree_score(scores, heads) == pytest.approx(ref, abs=1e-9)
+
+
+# -- marginals ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_marginals_match_brute_force(single_root):
+    rng = np.random.default_rng(4)
+    tree = DependencyTree(single_root=single_root)
+    for trial in range(60):
+        n = 1 + trial % 5
+        scores = random_scores(rng, n, scale=[0.5, 1.0, 3.0][trial % 3])
+        if trial % 2:
+            scores[rng.random(scores.shape) < 0.2] = -np.inf
+        _, values, mu_ref, log_z_ref = brute_force(scores, single_root)
+        if not np.isfinite(values).any():
+            with pytest.raises(ValueError, match="no dependency tree"):
+                tree.marginals(scores)
+            continue
+        mu, log_z = tree.marginals(scores)
+        assert isinstance(log_z, float)
+        np.testing.assert_allclose(mu, mu_ref, atol=1e-8, rtol=0)
+        assert log_z == pytest.approx(log_z_ref, abs=1e-8)
+        # Layout: zeros on column 0, the diagonal and the forbidden arcs.
+        assert (mu[:, 0] == 0).all() and (np.diag(mu) == 0).all()
+        assert (mu[np.isneginf(scores) & ~np.eye(n + 1, dtype=bool)][1:] == 0).all()
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_gradient_of_log_z_is_the_marginals(single_root):
+    rng = np.random.default_rng(5)
+    tree = DependencyTree(single_root=single_root)
+    n = 4
+    scores = rng.normal(size=(n + 1, n + 1))
+    mu, _ = tree.marginals(scores)
+    eps = 1e-6
+    for h in range(n + 1):
+        for m in range(1, n + 1):
+            if h == m:
+                continue
+            plus, minus = scores.copy(), scores.copy()
+            plus[h, m] += eps
+            minus[h, m] -= eps
+            fd = (tree.marginals(plus)[1] - tree.marginals(minus)[1]) / (2 * eps)
+            assert fd == pytest.approx(mu[h, m], abs=1e-7)
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_marginals_backward_matches_finite_differences(single_root, n):
+    rng = np.random.default_rng(6 + n)
+    tree = DependencyTree(single_root=single_root)
+    scores = rng.normal(size=(n + 1, n + 1))
+    d_mu = rng.normal(size=(n + 1, n + 1))
+    (d_scores,) = tree.marginals_backward(scores, d_mu)
+    arcs = [(h, m) for m in range(1, n + 1) for h in range(n + 1) if h != m]
+    hs, ms = np.array(arcs).T
+
+    def forward(flat):
+        s = scores.copy()
+        s[hs, ms] = flat
+        return tree.marginals(s)[0].ravel()
+
+    # Entries of d_mu off the arcs are ignored by the backward pass.
+    d_masked = np.zeros_like(d_mu)
+    d_masked[hs, ms] = d_mu[hs, ms]
+    fd = central_difference_vjp(forward, scores[hs, ms], d_masked.ravel())
+    np.testing.assert_allclose(d_scores[hs, ms], fd, atol=1e-6)
+    assert (d_scores[:, 0] == 0).all() and (np.diag(d_scores) == 0).all()
+
+
+def test_marginals_backward_with_forbidden_arcs():
+    rng = np.random.default_rng(7)
+    n = 4
+    tree = DependencyTree()
+    scores = rng.normal(size=(n + 1, n + 1))
+    scores[2, 3] = scores[0, 4] = scores[1, 2] = -np.inf
+    d_mu = rng.normal(size=scores.shape)
+    (d_scores,) = tree.marginals_backward(scores, d_mu)
+    assert np.isfinite(d_scores).all()
+    assert d_scores[2, 3] == d_scores[0, 4] == d_scores[1, 2] == 0.0
+    arcs = [(h, m) for m in range(1, n + 1) for h in range(n + 1)
+            if h != m and np.isfinite(scores[h, m])]
+    hs, ms = np.array(arcs).T
+
+    def forward(flat):
+        s = scores.copy()
+        s[hs, ms] = flat
+        return tree.marginals(s)[0].ravel()
+
+    fd = central_difference_vjp(forward, scores[hs, ms], d_mu.ravel())
+    np.testing.assert_allclose(d_scores[hs, ms], fd, atol=1e-6)
+
+
+def test_marginals_backward_of_column_sums_is_zero():
+    # Each column of the marginals sums to 1 whatever the scores: the
+    # gradient of that sum vanishes.
+    rng = np.random.default_rng(8)
+    scores = rng.normal(size=(6, 6))
+    d_mu = np.zeros((6, 6))
+    d_mu[:, 3] = 1.0
+    for single_root in (True, False):
+        (d,) = DependencyTree(single_root=single_root).marginals_backward(scores, d_mu)
+        np.testing.assert_allclose(d, 0.0, atol=1e-12)
+
+
+# -- extreme inputs ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_extreme_scores_dominant_tree(single_root):
+    # Scores +-1e4 with each word's best arc forming a tree: the distribution
+    # is a point mass; marginals are exact 0/1, log Z is the tree's score.
+    rng = np.random.default_rng(9)
+    for n in (1, 3, 5, 30):
+        heads = np.array([-1, 0] + [int(rng.integers(1, m)) for m in range(2, n + 1)])
+        scores = rng.uniform(-1e4, -5e3, size=(n + 1, n + 1))
+        scores[heads[1:], np.arange(1, n + 1)] = rng.uniform(5e3, 1e4, size=n)
+        tree = DependencyTree(single_root=single_root)
+        with np.errstate(all="raise"):
+            assert (tree.map(scores) == heads).all()
+            mu, log_z = tree.marginals(scores)
+        expected = np.zeros_like(scores)
+        expected[heads[1:], np.arange(1, n + 1)] = 1.0
+        np.testing.assert_allclose(mu, expected, atol=1e-12)
+        assert log_z == pytest.approx(tree_score(scores, heads), rel=1e-14)
+        if n <= 5:
+            _, _, mu_ref, log_z_ref = brute_force(scores, single_root)
+            np.testing.assert_allclose(mu, mu_ref, atol=1e-8)
+            assert log_z == pytest.approx(log_z_ref, abs=1e-8)
+
+
+def test_extreme_scores_map_matches_brute_force():
+    rng = np.random.default_rng(10)
+    for trial in range(40):
+        n = 1 + trial % 5
+        scores = rng.uniform(-1e4, 1e4, size=(n + 1, n + 1))
+        for single_root in (True, False):
+            _, values, _, _ = brute_force(scores, single_root)
+            heads = DependencyTree(single_root=single_root).map(scores)
+            assert tree_score(scores, heads) == pytest.approx(values.max(), abs=1e-7)
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_extreme_scores_marginals_exact_or_clear_error(single_root):
+    # With +-1e4 scores the greedy arcs may form cycles far ahead of every
+    # tree; the Laplacian is then singular in float64 and this is reported,
+    # never returned as wrong numbers.
+    rng = np.random.default_rng(11)
+    tree = DependencyTree(single_root=single_root)
+    n_ok = 0
+    for trial in range(40):
+        n = 1 + trial % 5
+        scores = rng.uniform(-1e4, 1e4, size=(n + 1, n + 1))
+        _, _, mu_ref, log_z_ref = brute_force(scores, single_root)
+        try:
+            mu, log_z = tree.marginals(scores)
+        except ValueError as exc:
+            assert "numerically unreliable" in str(exc)
+            continue
+        np.testing.assert_allclose(mu, mu_ref, atol=1e-8)
+        assert log_z == pytest.approx(log_z_ref, abs=1e-8)
+        n_ok += 1
+    assert n_ok > 0
+
+
+def test_cycle_dominated_scores_raise_clearly():
+    scores = np.full((3, 3), 1e4)
+    scores[0] = -1e4
+    with pytest.raises(ValueError, match="numerically unreliable"):
+        DependencyTree(single_root=False).marginals(scores)
+
+
+def test_n_equals_one():
+    scores = np.array([[0.0, 2.5], [7.0, 0.0]])
+    for single_root in (True, False):
+        tree = DependencyTree(single_root=single_root)
+        assert tree.map(scores).tolist() == [-1, 0]
+        mu, log_z = tree.marginals(scores)
+        assert mu.tolist() == [[0.0, 1.0], [0.0, 0.0]]
+        assert log_z == 2.5
+        (d,) = tree.marginals_backward(scores, np.ones((2, 2)))
+        assert d.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+
+
+# -- forbidden arcs and infeasibility ----------------------------------------
+
+
+def test_forbidden_arcs_force_the_tree():
+    n = 4
+    scores = np.full((n + 1, n + 1), -np.inf)
+    for m in range(1, n + 1):
+        scores[m - 1, m] = 0.3 * m  # only the chain 0 -> 1 -> 2 -> 3 -> 4
+    for single_root in (True, False):
+        tree = DependencyTree(single_root=single_root)
+        assert tree.map(scores).tolist() == [-1, 0, 1, 2, 3]
+        mu, log_z = tree.marginals(scores)
+        assert log_z == pytest.approx(0.3 * 10)
+        np.testing.assert_allclose(mu, np.isfinite(scores) * 1.0)
+
+
+def test_no_tree_raises():
+    scores = np.zeros((4, 4))
+    scores[:, 2] = -np.inf  # word 2 can have no head
+    for single_root in (True, False):
+        tree = DependencyTree(single_root=single_root)
+        for method in (tree.map, tree.marginals):
+            with pytest.raises(ValueError, match="no dependency tree"):
+                method(scores)
+        with pytest.raises(ValueError, match="no dependency tree"):
+            tree.marginals_backward(scores, np.zeros((4, 4)))
+
+
+def test_no_single_rooted_tree_raises():
+    # Words can only attach to the root: fine with several root words,
+    # impossible with one.
+    scores = np.full((3, 3), -np.inf)
+    scores[0, 1] = scores[0, 2] = 0.0
+    assert DependencyTree(single_root=False).map(scores).tolist() == [-1, 0, 0]
+    with pytest.raises(ValueError, match="single word attached to the root"):
+        DependencyTree(single_root=True).map(scores)
+    with pytest.raises(ValueError, match="single word attached to the root"):
+        DependencyTree(single_root=True).marginals(scores)
+
+
+# -- the Structure contract --------------------------------------------------
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_contract_encode_oracle_indicators_decode(single_root):
+    rng = np.random.default_rng(12)
+    tree = DependencyTree(single_root=single_root)
+    n = 4
+    scores = rng.normal(size=(n + 1, n + 1))
+    parts = tree.encode(scores)
+    assert parts.eta_u.shape == (n * n,) and parts.eta_v.shape == (0,)
+    # Modifier-major order: the first n parts are the arcs into word 1.
+    assert parts.eta_u[:n].tolist() == [scores[0, 1], scores[2, 1], scores[3, 1], scores[4, 1]]
+    heads, m, v = tree.oracle(parts, parts.eta_u, parts.eta_v)
+    assert (heads == tree.map(scores)).all() and v.shape == (0,)
+    m2, _ = tree.indicators(heads, parts)
+    np.testing.assert_array_equal(m, m2)
+    assert m.sum() == n
+    assert tree.score(heads, scores) == pytest.approx(tree_score(scores, heads))
+    np.testing.assert_array_equal(tree.decode(m, v, parts)[heads[1:], np.arange(1, n + 1)], 1.0)
+    assert tree.decode(m, v, parts).sum() == n
+    # decode of the flat marginals is the matrix of marginals.
+    mu, _ = tree.marginals(scores)
+    np.testing.assert_array_equal(tree.decode(tree.encode(mu).eta_u, v, parts), mu)
+    # encode_backward is the adjoint of encode (a gather): <encode(X), u> == <X, back(u)>.
+    x = rng.normal(size=(n + 1, n + 1))
+    u = rng.normal(size=n * n)
+    (back,) = tree.encode_backward(u, np.zeros(0), parts)
+    assert tree.encode(x).eta_u @ u == pytest.approx((x * back).sum())
+    d_u, d_v = tree.decode_backward(x, parts)
+    assert d_u @ u == pytest.approx((tree.decode(u, v, parts) * x).sum())
+    # The oracle works on modified flat scores (as SparseMAP calls it).
+    eta = rng.normal(size=n * n)
+    h2, _, _ = tree.oracle(parts, eta, np.zeros(0))
+    assert (h2 == tree.map(tree.decode(eta, v, parts) + np.where(np.eye(n + 1), 0, 0))).all()
+
+
+def test_oracle_with_forbidden_parts():
+    tree = DependencyTree()
+    scores = np.zeros((4, 4))
+    scores[0, 2] = scores[0, 3] = -np.inf
+    parts = tree.encode(scores)
+    heads, m, _ = tree.oracle(parts, parts.eta_u, parts.eta_v)
+    assert heads[1] == 0
+    assert np.isfinite(tree.score(heads, scores))
+
+
+def test_structure_options_repr_equality_pickle():
+    import pickle
+
+    tree = DependencyTree(single_root=False)
+    assert repr(tree) == "DependencyTree(projective=False, single_root=False)"
+    assert tree == DependencyTree(single_root=False) != DependencyTree()
+    assert hash(tree) == hash(DependencyTree(single_root=False))
+    assert pickle.loads(pickle.dumps(tree)) == tree
+    assert DependencyTree.has_marginals
+
+
+# -- bad input ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "scores, match",
+    [
+        (np.zeros((3, 4)), "square"),
+        (np.zeros((1, 1)), "at least"),
+        (np.zeros((0, 0)), "at least"),
+        (np.zeros((2, 2, 2)), "square"),
+        (np.zeros(4), "square"),
+        (np.array([["a", "b"], ["c", "d"]]), "real numbers"),
+        (np.array([[0.0, np.nan], [0.0, 0.0]]), r"NaN at the arc 0 -> 1"),
+        (np.array([[0.0, 0.0, 0.0], [0.0, 0.0, np.inf], [0.0, 0.0, 0.0]]), r"\+inf at the arc 1 -> 2"),
+    ],
+)
+def test_bad_scores(scores, match):
+    tree = DependencyTree()
+    for method in (tree.map, tree.marginals, tree.encode):
+        with pytest.raises(ValueError, match=match):
+            method(scores)
+
+
+def test_ignored_entries_may_hold_anything():
+    scores = np.array([[np.nan, 1.0, 0.0], [np.inf, np.nan, 2.0], [np.nan, 0.5, -np.inf]])
+    tree = DependencyTree()
+    clean = np.where(np.isfinite(scores), scores, 0.0)
+    assert (tree.map(scores) == tree.map(clean)).all()
+    np.testing.assert_allclose(tree.marginals(scores)[0], tree.marginals(clean)[0])
+
+
+def test_bad_backward_input():
+    tree = DependencyTree()
+    with pytest.raises(ValueError, match="does not match"):
+        tree.marginals_backward(np.zeros((3, 3)), np.zeros((2, 2)))
+    d = np.zeros((3, 3))
+    d[1, 2] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        tree.marginals_backward(np.zeros((3, 3)), d)
+
+
+@pytest.mark.parametrize(
+    "heads, match",
+    [
+        ([-1, 0, 1], "length"),
+        ([0, 0, 1, 2], r"heads\[0\] must be -1"),
+        ([-1, 0, 2, 2], "word 2 is its own head"),
+        ([-1, 0, 5, 1], "word 2 has head 5"),
+        ([-1, 0, 3, 2], "cycle through word"),
+        ([-1, 0, 0, 1], r"words \[1, 2\]"),
+        ([-1, 0, 1.5, 1], "integer"),
+    ],
+)
+def test_bad_heads(heads, match):
+    tree = DependencyTree(single_root=True)
+    parts = tree.encode(np.zeros((4, 4)))
+    with pytest.raises(ValueError, match=match):
+        tree.indicators(heads, parts)
+
+
+def test_multi_root_heads_are_valid_without_single_root():
+    tree = DependencyTree(single_root=False)
+    parts = tree.encode(np.zeros((4, 4)))
+    m, _ = tree.indicators([-1, 0, 0, 1], parts)
+    assert m.sum() == 3
+
+
+def test_bad_options():
+    with pytest.raises(ValueError, match="single_root"):
+        DependencyTree(single_root="yes").map(np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="projective"):
+        DependencyTree(projective=None).map(np.zeros((3, 3)))
