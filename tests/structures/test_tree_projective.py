@@ -599,3 +599,86 @@ def test_backward_property_symmetric_hessian(n, single_root, seed, scale):
     # Each column of the marginals sums to 1: a column-constant gradient has no effect.
     const = np.broadcast_to(rng.normal(size=n + 1), scores.shape).copy()
     assert np.abs(projective_marginals_backward(scores, single_root, const)).max() <= 1e-9 * (1 + n)
+
+
+# ------------------------------------------------- through DependencyTree(projective=True)
+
+
+def _dependency_tree():
+    """The public class, once it exists (it lives in another module)."""
+    structures = pytest.importorskip("sksparse_struct.structures")
+    if not hasattr(structures, "DependencyTree"):
+        pytest.skip("sksparse_struct.structures.DependencyTree is not available yet")
+    return structures.DependencyTree
+
+
+@pytest.mark.parametrize("single_root", [False, True])
+@pytest.mark.parametrize("n", [1, 3, 5])
+def test_dependency_tree_projective_brute_force(n, single_root):
+    tree = _dependency_tree()(projective=True, single_root=single_root)
+    rng = np.random.default_rng(n)
+    scores = _random_scores(rng, n, scale=2.0, p_forbid=0.1)
+    scores[np.arange(n), np.arange(1, n + 1)] = rng.normal(size=n)
+    trees = _projective_trees(n, single_root)
+    values = _tree_scores(scores, trees)
+    heads = tree.map(scores)
+    assert np.array_equal(heads, trees[np.argmax(values)])
+    assert abs(tree.score(heads, scores) - values.max()) <= 1e-9
+    ref, ref_log_z = _brute_marginals(scores, single_root)
+    marginals, log_z = tree.marginals(scores)
+    np.testing.assert_allclose(marginals, ref, rtol=0, atol=1e-8)
+    assert abs(log_z - ref_log_z) <= 1e-8
+    d = rng.normal(size=scores.shape)
+    (d_scores,) = tree.marginals_backward(scores, d)
+    np.testing.assert_allclose(d_scores, _fd_backward(scores, single_root, _used(d, n)), atol=1e-7)
+    # The flat contract: the oracle on the encoded scores gives the same tree.
+    parts = tree.encode(scores)
+    value, m, _ = tree.oracle(parts, parts.eta_u, parts.eta_v)
+    assert np.array_equal(value, heads)
+    assert m.sum() == n
+
+
+def test_dependency_tree_projective_differs_from_non_projective():
+    # The best tree overall is 0 -> 2 -> 3 -> 1 (crossing 0 -> 2).
+    DependencyTree = _dependency_tree()
+    scores = np.full((4, 4), -5.0)
+    scores[0, 2] = scores[2, 3] = scores[3, 1] = 3.0
+    assert DependencyTree(projective=False).map(scores).tolist() == [-1, 3, 0, 2]
+    heads = DependencyTree(projective=True).map(scores)
+    assert _is_projective_tree(heads, True)
+    trees = _projective_trees(3, True)
+    assert np.array_equal(heads, trees[np.argmax(_tree_scores(scores, trees))])
+
+
+def test_dependency_tree_projective_ignored_entries_and_bad_input():
+    tree = _dependency_tree()(projective=True)
+    rng = np.random.default_rng(0)
+    scores = rng.normal(size=(5, 5))
+    noisy = scores.copy()
+    noisy[:, 0] = np.nan  # column 0 and the diagonal are never read
+    noisy[np.diag_indices(5)] = np.inf
+    assert np.array_equal(tree.map(noisy), tree.map(scores))
+    np.testing.assert_array_equal(tree.marginals(noisy)[0], tree.marginals(scores)[0])
+    bad = scores.copy()
+    bad[1, 3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        tree.map(bad)
+    with pytest.raises(ValueError):
+        tree.marginals(np.zeros((3, 4)))
+    with pytest.raises(ValueError, match="projective"):
+        tree.marginals(np.full((4, 4), NEG_INF))
+
+
+def test_dependency_tree_projective_sparsemap_support_is_projective():
+    from sksparse_struct.inference import sparsemap
+
+    DependencyTree = _dependency_tree()
+    rng = np.random.default_rng(4)
+    scores = rng.normal(size=(7, 7))
+    for single_root in (False, True):
+        result = sparsemap(DependencyTree(projective=True, single_root=single_root), scores)
+        assert result.support
+        for heads, prob in result.support:
+            assert prob > 0
+            assert _is_projective_tree(heads, single_root)
+        np.testing.assert_allclose(result.marginals[:, 1:].sum(axis=0), 1.0, atol=1e-9)
