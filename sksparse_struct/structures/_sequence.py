@@ -27,6 +27,12 @@ def _as_score_array(x, name, ndim):
             f"{name} must have {ndim} dimension(s), got shape {arr.shape}."
         )
     arr = np.ascontiguousarray(arr, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.add.reduce(arr, axis=None)
+    # The sum is NaN or +inf whenever an entry is NaN or +inf: one cheap pass
+    # in the common case, the search for the culprit only when needed.
+    if total == total and total != np.inf:
+        return arr
     bad = np.isnan(arr) | (arr == np.inf)
     if bad.any():
         where = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -35,7 +41,10 @@ def _as_score_array(x, name, ndim):
             f"{name} contains {what} at index {where}; scores must be finite, or "
             "-inf to forbid a part."
         )
-    return arr
+    raise ValueError(
+        f"{name} has scores so large in magnitude that their sum overflows "
+        "float64; rescale them."
+    )
 
 
 def _as_gradient_array(x, name, shape):
@@ -250,7 +259,12 @@ class Sequence(Structure):
         ValueError
             On invalid input, or if every sequence has score ``-inf``.
         """
-        return super().map(unary, transitions, start, end)
+        parts = self.encode(unary, transitions, start, end)
+        unary_k, trans = self._kernel_inputs(parts, parts.eta_u, parts.eta_v)
+        labels, best = viterbi(unary_k, trans)
+        if best == -np.inf:
+            self._raise_infeasible(unary_k, trans)
+        return labels
 
     def score(self, value, unary, transitions, start=None, end=None):
         """Score of the label sequence ``value`` (``-inf`` if it uses a forbidden part)."""
@@ -366,11 +380,10 @@ class Sequence(Structure):
     @staticmethod
     def _indicators_unchecked(labels, parts):
         n, K = parts.context[:2]
-        m = np.zeros((n, K))
-        m[np.arange(n), labels] = 1.0
-        counts = np.zeros((K, K))
-        np.add.at(counts, (labels[:-1], labels[1:]), 1.0)
-        return m.ravel(), counts.ravel()
+        m = np.zeros(n * K)
+        m[np.arange(n) * K + labels] = 1.0
+        counts = np.bincount(labels[:-1] * K + labels[1:], minlength=K * K)
+        return m, counts.astype(np.float64)
 
     @staticmethod
     def _raise_infeasible(unary, trans):

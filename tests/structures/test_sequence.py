@@ -620,6 +620,18 @@ def test_infeasible_is_an_error(unary, trans, start, end, position):
         SEQ.oracle(parts, parts.eta_u, parts.eta_v)
 
 
+def test_overflowing_scores_are_an_error():
+    with pytest.raises(ValueError, match="unary has scores so large"):
+        SEQ.map([[1e308, 1e308]], np.zeros((2, 2)))
+    with pytest.raises(ValueError, match=r"transitions contains \+inf at index \(1, 1\)"):
+        SEQ.map(np.zeros((1, 2)), [[NEG, 0.0], [0.0, np.inf]])
+    # Every sequence's score overflows to -inf although no part is forbidden.
+    with pytest.raises(ValueError, match="sums of the scores overflow"):
+        SEQ.map([[-1e308], [-1e308]], [[-1e308]])
+    with pytest.raises(ValueError, match="sums of the scores overflow"):
+        SEQ.marginals([[-1e308], [-1e308]], [[-1e308]])
+
+
 def test_bad_gradients():
     unary, trans = np.zeros((3, 2)), np.zeros((2, 2))
     with pytest.raises(ValueError, match=r"d_unary_marginals has shape \(2, 2\)"):
