@@ -34,6 +34,11 @@ from sksparse_struct.structures import (
 )
 from sksparse_struct.structures._base import dot_masked
 
+try:  # the tree structures land separately; their tests run once they do
+    from sksparse_struct.structures import DependencyTree
+except ImportError:  # pragma: no cover
+    DependencyTree = None
+
 METHODS = ["active_set", "frank_wolfe", "away_step", "pairwise"]
 
 
@@ -191,7 +196,35 @@ def enumerate_values(structure, parts):
             y[list(rows)] = np.arange(c)
             values.append(y)
         return values
+    if DependencyTree is not None and isinstance(structure, DependencyTree):
+        return _enumerate_trees(structure, parts.context)
     raise TypeError(f"cannot enumerate {structure!r}")
+
+
+def _enumerate_trees(tree, n):
+    """Every dependency tree over n words, by checking all head assignments."""
+    trees = []
+    for heads in itertools.product(range(n + 1), repeat=n):
+        heads = np.array((-1,) + heads)
+        words = np.arange(1, n + 1)
+        if np.any(heads[1:] == words):
+            continue
+        if tree.single_root and np.sum(heads[1:] == 0) != 1:
+            continue
+        acyclic = True
+        for m in words:  # every word must reach the root within n steps
+            h, steps = m, 0
+            while h != 0 and steps <= n:
+                h, steps = heads[h], steps + 1
+            acyclic &= h == 0
+        if not acyclic:
+            continue
+        if tree.projective:
+            arcs = [tuple(sorted((heads[m], m))) for m in words]
+            if any(a < c < b < d for a, b in arcs for c, d in arcs):
+                continue
+        trees.append(heads)
+    return trees
 
 
 def _vertices(structure, parts):
@@ -272,6 +305,14 @@ LIBRARY_CASES = [
     (Matching(), lambda rng: (rng.normal(size=(2, 4)),)),
     (Matching(), lambda rng: (rng.normal(size=(4, 3)),)),
 ]
+
+
+if DependencyTree is not None:
+    LIBRARY_CASES += [
+        (DependencyTree(), lambda rng: (rng.normal(size=(4, 4)),)),
+        (DependencyTree(single_root=False), lambda rng: (rng.normal(size=(4, 4)),)),
+        (DependencyTree(projective=True), lambda rng: (rng.normal(size=(5, 5)),)),
+    ]
 
 
 def _case_id(case):
