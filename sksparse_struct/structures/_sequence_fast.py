@@ -337,13 +337,6 @@ def _unary_marginals(log_alpha, log_beta):
 
 
 @njit
-def log_partition(unary, trans):
-    """log Z alone (forward pass only); ``-inf`` if no sequence is feasible."""
-    exp_col, _, colmax = _exp_transitions(trans)
-    return _forward(unary, trans, exp_col, colmax)[4]
-
-
-@njit
 def forward_backward(unary, trans):
     """Unary marginals (n, K), transition marginals (K, K) and log Z.
 
