@@ -41,7 +41,6 @@ The comparison needs ``entmax`` and a CPU build of ``torch`` (the
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -49,6 +48,14 @@ import time
 
 import numba
 import numpy as np
+
+from _bench_utils import (  # noqa: F401 (numba_cache_misses: used by _COLD_SNIPPET)
+    fmt,
+    machine_header,
+    median_ms,
+    numba_cache_misses,
+    rst_table,
+)
 
 SHAPES = [(2000, 512), (200, 10000)]
 # Same total size (2e6 scores) at both dimensions, so that both runs stream
@@ -216,15 +223,6 @@ def _numba_baseline(a):
 # --------------------------------------------------------------------------
 
 
-def median_ms(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
-
-
 def time_case(forward, backward, repeats):
     """Warm up (compile / load the cache), then time forward and backward."""
     out = forward()
@@ -280,66 +278,6 @@ def torch_status():
         except Exception:  # metadata missing for a source checkout
             version = "?"
     return True, f"torch {torch.__version__}, entmax {version}"
-
-
-# --------------------------------------------------------------------------
-# tables
-# --------------------------------------------------------------------------
-
-
-def fmt(x, digits=2):
-    if x is None:
-        return "-"
-    if isinstance(x, str):
-        return x
-    # Decide the format on the rounded value, so 9.999 prints as 10.0.
-    x = float(f"{x:.3g}")
-    if x >= 100:
-        return f"{x:.0f}"
-    if x >= 10:
-        return f"{x:.1f}"
-    return f"{x:.{digits}f}"
-
-
-def rst_table(header, rows):
-    """A reStructuredText simple table (also readable as plain text)."""
-    cells = [list(map(str, header))] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    rule = "  ".join("=" * w for w in widths)
-    lines = [rule]
-    lines.append("  ".join(c.ljust(w) for c, w in zip(cells[0], widths)).rstrip())
-    lines.append(rule)
-    for r in cells[1:]:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
-    lines.append(rule)
-    return "\n".join(lines)
-
-
-def machine_header():
-    cpu = platform.processor() or "?"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    import sksparse_struct
-
-    lines = [
-        f"machine: {cpu}, {os.cpu_count()} logical cores, "
-        f"{platform.system()} {platform.release()}",
-        f"python {platform.python_version()}, numpy {np.__version__}, "
-        f"numba {numba.__version__} (threads: {numba.config.NUMBA_NUM_THREADS}), "
-        f"sksparse_struct {sksparse_struct.__version__}",
-    ]
-    try:
-        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-        lines.append(f"load average (1, 5, 15 min): {load}")
-    except OSError:
-        pass
-    return lines
 
 
 # --------------------------------------------------------------------------
@@ -435,20 +373,6 @@ for name in names:
 result["cache_misses"] = b.numba_cache_misses()
 print(json.dumps(result))
 """
-
-
-def numba_cache_misses():
-    """Number of kernel compilations in this process that missed the cache."""
-    from numba.core.registry import CPUDispatcher
-
-    misses = 0
-    for mod_name, mod in list(sys.modules.items()):
-        if not mod_name.startswith("sksparse_struct") or mod is None:
-            continue
-        for obj in vars(mod).values():
-            if isinstance(obj, CPUDispatcher):
-                misses += sum(obj.stats.cache_misses.values())
-    return misses
 
 
 def run_cold(names):
