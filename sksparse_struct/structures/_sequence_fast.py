@@ -401,9 +401,9 @@ def marginals_vjp(unary, trans, d_mu, d_xi):
 
     (the first-order expectation semiring on normalized messages). Each step
     is a convex combination of bounded numbers, so nothing overflows or
-    underflows whatever the scores; the only rounding error is the final
-    subtraction of ``E[delta]``, of order ``eps * n * max|d|``, the
-    conditioning of the problem itself. Returns ``(d_unary, d_trans, log_z)``.
+    underflows whatever the scores; the dominant rounding error is that of
+    the final subtraction of ``E[delta]``, of order ``eps * n * max|d|``,
+    which is the conditioning of the problem itself. Returns ``(d_unary, d_trans, log_z)``.
     """
     n, K = unary.shape
     exp_col, exp_col_t, colmax = _exp_transitions(trans)
@@ -425,11 +425,11 @@ def marginals_vjp(unary, trans, d_mu, d_xi):
         for c in range(K):
             w = ahead_hat[i + 1, c]
             if w != 0.0:
-                h = d_mu[i + 1, c] + G[i + 1, c]
+                ahead = d_mu[i + 1, c] + G[i + 1, c]
                 col = exp_col_t[c]
                 dcol = d_xi_t[c]
                 for a in range(K):
-                    acc[a] += (col[a] * w) * (dcol[a] + h)
+                    acc[a] += (col[a] * w) * (dcol[a] + ahead)
         for a in range(K):
             if log_beta[i, a] == -np.inf:
                 continue  # dead end: G stays 0, its weight is 0
