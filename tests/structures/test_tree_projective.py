@@ -558,17 +558,30 @@ def test_backward_invariant_to_huge_column_shifts(single_root):
     np.testing.assert_allclose(shifted, base, rtol=0, atol=1e-9)
 
 
-def test_backward_extreme_scores_finite():
+@pytest.mark.parametrize("single_root", [False, True])
+def test_backward_extreme_scores(single_root):
+    # Scores of magnitude 1e4: finite, and right where it is not ~0 (near ties).
     n = 40
     rng = np.random.default_rng(2)
     scores = rng.normal(size=(n + 1, n + 1)) * 1e4
     scores[rng.random(size=scores.shape) < 0.2] = NEG_INF
     scores[np.arange(n), np.arange(1, n + 1)] = 0.0
-    for single_root in (False, True):
-        got = projective_marginals_backward(scores, single_root, rng.normal(size=scores.shape))
-        assert np.all(np.isfinite(got))
-        # A point mass: the covariance of the arcs is ~0.
-        assert np.abs(got).max() < 1e-8
+    d_marginals = _used(rng.normal(size=scores.shape), n)
+    got = projective_marginals_backward(scores, single_root, d_marginals)
+    assert np.all(np.isfinite(got))
+    assert np.all(got[np.isneginf(scores)] == 0.0)
+    check = list(zip(*np.unravel_index(np.argsort(-np.abs(got).ravel())[:3], got.shape)))
+    check += [(int(h), int(m)) for h, m in rng.integers(0, n + 1, size=(3, 2)) if m > 0 and h != m]
+    eps = 1e-4
+    for h, m in check:
+        if not np.isfinite(scores[h, m]):
+            continue
+        step = np.zeros_like(scores)
+        step[h, m] = eps
+        plus = projective_marginals(scores + step, single_root)[0]
+        minus = projective_marginals(scores - step, single_root)[0]
+        fd = np.sum(d_marginals * (plus - minus)) / (2 * eps)
+        assert abs(got[h, m] - fd) <= 1e-6
 
 
 def test_backward_n1_and_no_tree():
@@ -682,3 +695,25 @@ def test_dependency_tree_projective_sparsemap_support_is_projective():
             assert prob > 0
             assert _is_projective_tree(heads, single_root)
         np.testing.assert_allclose(result.marginals[:, 1:].sum(axis=0), 1.0, atol=1e-9)
+
+
+# ------------------------------------------------------------------ the exp kernel
+
+
+def test_exp_kernel_accuracy():
+    from sksparse_struct.structures._projective_fast import exp_nonpositive
+
+    rng = np.random.default_rng(0)
+    x = np.concatenate([
+        np.linspace(-708.0, 0.0, 20001),
+        -rng.random(5000) * 3,
+        -rng.random(5000) * 1e-6,
+        [0.0, -0.5 * np.log(2), -np.log(2), 1e-14],
+    ])
+    out = x.copy()
+    exp_nonpositive(out, np.empty(x.shape[0], dtype=np.int64), x.shape[0])
+    rel = np.abs(out - np.exp(x)) / np.exp(x)
+    assert rel.max() <= 4 * np.finfo(float).eps
+    below = np.array([-708.5, -745.0, -800.0, -1e4, NEG_INF])
+    exp_nonpositive(below, np.empty(5, dtype=np.int64), 5)
+    assert np.all(below == 0.0)
