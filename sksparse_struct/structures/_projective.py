@@ -35,7 +35,8 @@ def _no_tree_error(single_root):
     rooted = " with a single root word" if single_root else ""
     return ValueError(
         f"no projective dependency tree{rooted} has a finite score: the "
-        "arcs that are not -inf do not connect every word to the root."
+        "arcs that are not -inf cannot attach every word to the root "
+        "without two arcs crossing."
     )
 
 
