@@ -290,34 +290,52 @@ def _arc_gradient(Linv, single_root, h, m):
 
 
 @njit
-def matrix_tree_marginals(scores, single_root, marginals):
-    """Arc marginals into ``marginals`` (zeroed first); returns ``log Z``.
-
-    Returns ``-inf`` (marginals all zero) when the Laplacian is numerically
-    singular; callers check that a tree exists beforehand.
-    """
-    N = scores.shape[0]
-    A, shift, L = _weights(scores, single_root)
+def _marginals_from_inverse(A, Linv, single_root, marginals):
+    N = A.shape[0]
     for i in range(N):
         for j in range(N):
             marginals[i, j] = 0.0
-    sign, logdet = np.linalg.slogdet(L)
-    if not (sign > 0.0) or not np.isfinite(logdet):
-        return -np.inf
-    Linv = np.linalg.inv(L)
-    log_z = logdet
-    for m in range(1, N):
-        log_z += shift[m]
     for m in range(1, N):
         for h in range(N):
             if h != m and A[h, m] > 0.0:
                 marginals[h, m] = A[h, m] * _arc_gradient(Linv, single_root, h, m)
+
+
+@njit
+def _factor(scores, single_root):
+    """Shifted weights, ``log Z`` and the inverse Laplacian (None if singular)."""
+    A, shift, L = _weights(scores, single_root)
+    sign, logdet = np.linalg.slogdet(L)
+    if not (sign > 0.0) or not np.isfinite(logdet):
+        return A, -np.inf, np.zeros_like(L)
+    log_z = logdet
+    for m in range(1, scores.shape[0]):
+        log_z += shift[m]
+    return A, log_z, np.ascontiguousarray(np.linalg.inv(L))
+
+
+@njit
+def matrix_tree_marginals(scores, single_root, marginals):
+    """Arc marginals into ``marginals``; returns ``log Z``.
+
+    Returns ``-inf`` (marginals all zero) when the Laplacian is numerically
+    singular; callers check that a tree exists beforehand.
+    """
+    A, log_z, Linv = _factor(scores, single_root)
+    if log_z == -np.inf:
+        marginals[:, :] = 0.0
+        return log_z
+    _marginals_from_inverse(A, Linv, single_root, marginals)
     return log_z
 
 
 @njit
-def matrix_tree_marginals_backward(scores, single_root, d_marginals, d_scores):
+def matrix_tree_marginals_backward(scores, single_root, d_marginals, marginals, d_scores):
     """Vector-Jacobian product of the marginals, into ``d_scores``.
+
+    Also writes the marginals and returns ``log Z`` (as
+    :func:`matrix_tree_marginals`), so that callers can check their accuracy
+    without factorizing twice; ``d_scores`` is zero when ``log Z`` is -inf.
 
     The marginals are the gradient of ``log Z``, so their Jacobian is the
     (symmetric) Hessian of ``log Z`` and the product is the derivative of the
@@ -326,8 +344,12 @@ def matrix_tree_marginals_backward(scores, single_root, d_marginals, d_scores):
     where ``g`` is the linear map giving ``d log det / d A`` from ``L^-1``.
     """
     N = scores.shape[0]
-    A, shift, L = _weights(scores, single_root)
-    Linv = np.linalg.inv(L)
+    d_scores[:, :] = 0.0
+    A, log_z, Linv = _factor(scores, single_root)
+    if log_z == -np.inf:
+        marginals[:, :] = 0.0
+        return log_z
+    _marginals_from_inverse(A, Linv, single_root, marginals)
     dA = np.zeros((N, N))
     for m in range(1, N):
         for h in range(N):
@@ -335,15 +357,10 @@ def matrix_tree_marginals_backward(scores, single_root, d_marginals, d_scores):
                 dA[h, m] = A[h, m] * d_marginals[h, m]
     dL = _laplacian(dA, single_root)
     dLinv = -np.dot(np.dot(Linv, dL), Linv)
-    for i in range(N):
-        for j in range(N):
-            d_scores[i, j] = 0.0
     for m in range(1, N):
         for h in range(N):
             if h != m and A[h, m] > 0.0:
-                mu = A[h, m] * _arc_gradient(Linv, single_root, h, m)
-                d_scores[h, m] = mu * d_marginals[h, m] + A[h, m] * _arc_gradient(
+                d_scores[h, m] = marginals[h, m] * d_marginals[h, m] + A[h, m] * _arc_gradient(
                     dLinv, single_root, h, m
                 )
-
-
+    return log_z

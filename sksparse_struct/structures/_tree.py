@@ -315,9 +315,11 @@ class DependencyTree(Structure):
             from ._projective import projective_marginals_backward
 
             return (np.asarray(projective_marginals_backward(scores, single_root, d)),)
-        self.marginals(scores)  # raises when no tree exists or accuracy is lost
+        self._map_matrix(scores)  # raises when no tree exists
+        mu = np.empty_like(scores)
         out = np.empty_like(scores)
-        matrix_tree_marginals_backward(scores, single_root, d, out)
+        log_z = matrix_tree_marginals_backward(scores, single_root, d, mu, out)
+        _check_marginals_accuracy(mu, log_z, single_root)
         return (out,)
 
     # -- the Structure contract ----------------------------------------------
