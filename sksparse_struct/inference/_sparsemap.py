@@ -14,8 +14,10 @@ ever passed around, see the numba caching notes in the design document).
 
 The active-set solver (thesis Alg. 1) maintains the inverse of the bordered KKT
 matrix of eq. 4.9 and updates it in ``O(k^2)`` (``k`` = support size) when a
-structure enters or leaves the support. The conditional-gradient variants
-(App. B.1) are slower references.
+structure enters or leaves the support; that bookkeeping and the relaxed solve
+run in the compiled kernels of ``_sparsemap_fast``, so each iteration costs one
+oracle call plus two kernel calls. The conditional-gradient variants (App. B.1)
+are slower references, in NumPy.
 """
 
 import numbers
@@ -26,6 +28,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..structures._base import Structure, dot_masked
 from ..utils._validation import check_positive_scalar
+from ._sparsemap_fast import kkt_delete, kkt_insert, relaxed_step
 
 __all__ = [
     "SparseMAPResult",
@@ -156,10 +159,10 @@ class _Support:
     """The current support: indicator rows, scores, probabilities, keys.
 
     Rows live in arrays grown by doubling; removal moves the last row into
-    the freed slot, so every update costs ``O(n_parts)`` plus, with
-    ``kkt=True``, the ``O(k^2)`` update of the Gram matrix ``G = M_S M_S^T``
-    and of the inverse ``B`` of the bordered KKT matrix (row/column 0 is the
-    multiplier ``tau``, row ``i + 1`` the ``i``-th structure).
+    the freed slot. With ``kkt=True`` (active set) the compiled kernels of
+    ``_sparsemap_fast`` also maintain the Gram matrix ``G = M_S M_S^T`` and
+    the inverse ``B`` of the bordered KKT matrix, in ``O(k^2 + k n_parts)``
+    per change; Python only mirrors the values and keys.
     """
 
     def __init__(self, n_u, n_v, kkt):
@@ -174,100 +177,87 @@ class _Support:
         self.where = {}  # key -> position, to find duplicates in O(1)
         self.kkt = kkt
         if kkt:
+            self.NZ = np.zeros((cap, n_u), dtype=np.int64)
+            self.nnz = np.zeros(cap, dtype=np.int64)
             self.G = np.zeros((cap, cap))
             self.B = np.zeros((cap + 1, cap + 1))
+            self.coef = np.zeros(cap)
 
     def _grow(self):
         cap = 2 * self.M.shape[0]
+        k = self.k
         for name in ("M", "N"):
             old = getattr(self, name)
             new = np.zeros((cap, old.shape[1]))
-            new[: self.k] = old[: self.k]
+            new[:k] = old[:k]
             setattr(self, name, new)
         for name in ("theta", "p"):
             old = getattr(self, name)
             new = np.zeros(cap)
-            new[: self.k] = old[: self.k]
+            new[:k] = old[:k]
             setattr(self, name, new)
         if self.kkt:
             G = np.zeros((cap, cap))
-            G[: self.k, : self.k] = self.G[: self.k, : self.k]
+            G[:k, :k] = self.G[:k, :k]
             self.G = G
             B = np.zeros((cap + 1, cap + 1))
-            B[: self.k + 1, : self.k + 1] = self.B[: self.k + 1, : self.k + 1]
+            B[: k + 1, : k + 1] = self.B[: k + 1, : k + 1]
             self.B = B
+            self.coef = np.zeros(cap)
+            NZ = np.zeros((cap, self.M.shape[1]), dtype=np.int64)
+            NZ[:k] = self.NZ[:k]
+            self.NZ = NZ
+            nnz = np.zeros(cap, dtype=np.int64)
+            nnz[:k] = self.nnz[:k]
+            self.nnz = nnz
 
     def position(self, key):
         return self.where.get(key, -1)
 
-    def affine_residual(self, m):
-        """Gram row ``M_S m``, ``w = B [1; M_S m]`` and the Schur complement.
-
-        The Schur complement is the squared distance from ``m`` to the affine
-        hull of the support; ``w[1:]`` are the affine coefficients of its
-        projection (they sum to 1).
-        """
-        k = self.k
-        b = self.M[:k] @ m
-        gm = float(m @ m)
-        if k == 0:
-            return b, None, gm, gm
-        r = np.empty(k + 1)
-        r[0] = 1.0
-        r[1:] = b
-        w = self.B[: k + 1, : k + 1] @ r
-        return b, w, gm - float(r @ w), gm
-
-    def append(self, value, key, m, n, theta, prob, kkt_terms=None):
+    def append(self, value, key, m, n, theta, prob):
+        """Add a structure; with ``kkt``, return False (and change nothing)
+        if its ``m`` is an affine combination of the support's, whose
+        coefficients are then in ``self.coef[:k]``."""
         if self.k == self.M.shape[0]:
             self._grow()
         k = self.k
-        self.M[k] = m
-        self.N[k] = n
-        self.theta[k] = theta
-        self.p[k] = prob
+        if self.kkt:
+            inserted = kkt_insert(
+                self.M, self.N, self.NZ, self.nnz, self.G, self.B, self.theta, self.p,
+                k, m, n, theta, prob, _DEPENDENT_TOL, self.coef,
+            )
+            if not inserted:
+                return False
+        else:
+            self.M[k] = m
+            self.N[k] = n
+            self.theta[k] = theta
+            self.p[k] = prob
         self.values.append(value)
         self.keys.append(key)
         self.where[key] = k
-        if self.kkt:
-            b, w, schur, gm = kkt_terms
-            self.G[k, :k] = b
-            self.G[:k, k] = b
-            self.G[k, k] = gm
-            B = self.B
-            if k == 0:
-                B[0, 0], B[0, 1], B[1, 0], B[1, 1] = -gm, 1.0, 1.0, 0.0
-            else:
-                # Inverse of the matrix bordered by one row and column.
-                w_scaled = w / schur
-                B[: k + 1, : k + 1] += w[:, None] * w_scaled
-                B[: k + 1, k + 1] = -w_scaled
-                B[k + 1, : k + 1] = -w_scaled
-                B[k + 1, k + 1] = 1.0 / schur
         self.k = k + 1
+        return True
 
     def remove(self, j):
         """Drop structure ``j``, moving the last one into its slot."""
         last = self.k - 1
         del self.where[self.keys[j]]
-        if j != last:
+        if self.kkt:
+            kkt_delete(
+                self.M, self.N, self.NZ, self.nnz, self.G, self.B, self.theta, self.p,
+                self.k, j,
+            )
+        elif j != last:
             for arr in (self.M, self.N, self.theta, self.p):
                 arr[j] = arr[last]
+        if j != last:
             self.values[j] = self.values[last]
             self.keys[j] = self.keys[last]
             self.where[self.keys[j]] = j
-            if self.kkt:
-                for arr, a, b in ((self.G, j, last), (self.B, j + 1, last + 1)):
-                    arr[[a, b]] = arr[[b, a]]
-                    arr[:, [a, b]] = arr[:, [b, a]]
         self.values.pop()
         self.keys.pop()
         self.k = last
-        if self.kkt and last > 0:
-            # Inverse of the matrix with its last row and column deleted.
-            B = self.B
-            col = B[: last + 1, last + 1].copy()
-            B[: last + 1, : last + 1] -= col[:, None] * (col / B[last + 1, last + 1])
 
     def remove_nonpositive(self):
         p = self.p[: self.k]
@@ -275,25 +265,6 @@ class _Support:
             return
         for j in np.flatnonzero(p <= 0.0)[::-1]:
             self.remove(int(j))
-
-    def solve_relaxed(self):
-        """Solve eq. 4.9 on the support: ``(tau, p_hat)``.
-
-        One step of iterative refinement with the explicit matrix removes most
-        of the rounding the incremental updates accumulate.
-        """
-        k = self.k
-        B = self.B[: k + 1, : k + 1]
-        G = self.G[:k, :k]
-        rhs = np.empty(k + 1)
-        rhs[0] = 1.0
-        rhs[1:] = self.theta[:k]
-        x = B @ rhs
-        res = rhs.copy()
-        res[0] -= x[1:].sum()
-        res[1:] -= x[0] + G @ x[1:]
-        x += B @ res
-        return x[0], x[1:]
 
 
 def _check_structure(structure):
@@ -409,13 +380,9 @@ def _add_active(support, vert, prob):
     repeated.
     """
     value, m, n, key, theta = vert
-    while True:
-        b, w, schur, gm = support.affine_residual(m)
-        if support.k == 0 or schur > _DEPENDENT_TOL * max(1.0, gm):
-            support.append(value, key, m, n, theta, prob, (b, w, schur, gm))
-            return
-        coef = w[1:]
+    while not support.append(value, key, m, n, theta, prob):
         k = support.k
+        coef = support.coef[:k]
         p = support.p[:k]
         pos = coef > 0
         ratios = np.full(k, np.inf)
@@ -436,30 +403,23 @@ def _solve_active_set(structure, parts, start, max_iter, tol):
     for vert, prob in start:
         _add_active(support, vert, prob / total)
     support.p[: support.k] /= support.p[: support.k].sum()
+    u = np.zeros(n_u)
     gap = np.inf
     converged = False
     last_dropped = None
     n_iter = 0
     for n_iter in range(1, max_iter + 1):
-        tau, p_hat = support.solve_relaxed()
-        k = support.k
-        p = support.p[:k]
-        if p_hat.min() < 0.0:
-            negative = p_hat < 0.0
-            # Eq. 4.10: step towards p_hat until the first coordinate hits 0.
-            ratios = np.full(k, np.inf)
-            ratios[negative] = p[negative] / (p[negative] - p_hat[negative])
-            j = int(np.argmin(ratios))
-            gamma = float(ratios[j])
-            support.p[:k] = p + gamma * (p_hat - p)
-            last_dropped = support.keys[j] if gamma == 0.0 else None
-            support.p[j] = 0.0
+        # Relaxed QP (eq. 4.9); if infeasible, the step of eq. 4.10.
+        blocking, gamma = relaxed_step(
+            support.M, support.NZ, support.nnz, support.G, support.B, support.theta,
+            support.p, support.k, u,
+        )
+        if blocking >= 0:
+            last_dropped = support.keys[blocking] if gamma == 0.0 else None
             support.remove_nonpositive()
             continue
-        support.p[:k] = p_hat
         support.remove_nonpositive()
         k = support.k
-        u = support.p[:k] @ support.M[:k]
         vert, _, gap = _linear_gap(structure, parts, support, u, finite)
         objective = float(support.theta[:k] @ support.p[:k] - 0.5 * (u @ u))
         if gap <= tol * max(1.0, abs(objective)):
