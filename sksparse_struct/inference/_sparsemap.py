@@ -166,7 +166,7 @@ class _Support:
     """
 
     def __init__(self, n_u, n_v, kkt):
-        cap = 8
+        cap = 16
         self.k = 0
         self.M = np.zeros((cap, n_u))
         self.N = np.zeros((cap, n_v))
