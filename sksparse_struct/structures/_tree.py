@@ -74,6 +74,15 @@ def _check_arc_scores(scores, name="scores"):
             f"{name} contains +inf at the arc {h} -> {m + 1}; scores must be "
             "finite, or -inf to forbid an arc."
         )
+    # The used entries are finite or -inf now; other non-finite values sit on
+    # the ignored entries (column 0, the diagonal).
+    ignored = ~np.isfinite(arr)
+    ignored[:, 1:] &= np.eye(n + 1, n, k=-1, dtype=bool)
+    if ignored.any():
+        # NaN or +inf only sit on ignored entries here; clear them (on a copy)
+        # so that no later computation can trip over them.
+        arr = arr.copy()
+        arr[ignored] = 0.0
     return arr
 
 

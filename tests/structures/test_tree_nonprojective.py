@@ -519,6 +519,11 @@ def test_ignored_entries_may_hold_anything():
     clean = np.where(np.isfinite(scores), scores, 0.0)
     assert (tree.map(scores) == tree.map(clean)).all()
     np.testing.assert_allclose(tree.marginals(scores)[0], tree.marginals(clean)[0])
+    np.testing.assert_allclose(
+        tree.marginals_backward(scores, np.ones((3, 3)))[0],
+        tree.marginals_backward(clean, np.ones((3, 3)))[0],
+    )
+    assert np.isnan(scores[0, 0]) and np.isinf(scores[1, 0])  # input untouched
 
 
 def test_bad_backward_input():
