@@ -235,6 +235,27 @@ def test_marginals_match_brute_force(single_root):
         assert (mu[np.isneginf(scores) & ~np.eye(n + 1, dtype=bool)][1:] == 0).all()
 
 
+@given(
+    n=st.integers(1, 14),
+    seed=st.integers(0, 2**32 - 1),
+    single_root=st.booleans(),
+    scale=st.sampled_from([0.1, 1.0, 3.0]),
+)
+def test_marginals_properties(n, seed, single_root, scale):
+    rng = np.random.default_rng(seed)
+    scores = random_scores(rng, n, scale=scale)
+    tree = DependencyTree(single_root=single_root)
+    mu, log_z = tree.marginals(scores)
+    assert (mu >= -1e-12).all() and (mu <= 1 + 1e-12).all()
+    np.testing.assert_allclose(mu[:, 1:].sum(axis=0), 1.0, atol=1e-9)
+    if single_root:
+        assert mu[0].sum() == pytest.approx(1.0, abs=1e-9)
+    # The best tree is one of (n + 1)^(n - 1) (or n^(n - 1)) trees.
+    best = tree_score(scores, tree.map(scores))
+    n_trees = (n if single_root else n + 1) ** (n - 1)
+    assert best - 1e-9 <= log_z <= best + np.log(n_trees) + 1e-9
+
+
 @pytest.mark.parametrize("single_root", [True, False])
 def test_gradient_of_log_z_is_the_marginals(single_root):
     rng = np.random.default_rng(5)
