@@ -19,6 +19,7 @@ from ._nonprojective_fast import (
     chu_liu_edmonds,
     matrix_tree_marginals,
     matrix_tree_marginals_backward,
+    matrix_tree_marginals_rooted,
 )
 
 __all__ = ["DependencyTree"]
@@ -180,12 +181,18 @@ class DependencyTree(Structure):
 
     The marginals are computed in float64 from the Laplacian of the
     exponentiated scores, each column shifted by its maximum (so nothing
-    overflows): accurate to about ``1e-12`` for moderate scores. When the
-    arcs each word likes best form cycles that beat every tree by a wide
-    margin (e.g. tens with several forbidden arcs, thousands with scores of
-    size ``1e4``), the Laplacian is nearly singular in float64. The result is
-    checked (every column of the marginals sums to one to within ``1e-9``)
-    and a ``ValueError`` is raised rather than inaccurate marginals returned.
+    overflows), in ``O(n^3)``: accurate to about ``1e-12`` for moderate
+    scores. When the arcs each word likes best form cycles far ahead of every
+    tree, the determinant formula cancels; this is detected (every column of
+    the marginals must sum to one to within ``1e-9``) and the marginals are
+    recomputed by a subtraction-free ``O(n^4)`` path (one
+    Grassmann-Taksar-Heyman factorization per word), accurate to about
+    ``1e-12`` again. That path needs every allowed arc within 700 of the best
+    arc into the same word (no underflow) and, for single-rooted trees,
+    every word able to head all the others; otherwise (e.g. scores of size
+    ``1e4`` with strong cycles) a ``ValueError`` is raised rather than
+    inaccurate marginals returned. :meth:`marginals_backward` uses the
+    ``O(n^3)`` closed form only and raises in that regime too.
 
     Examples
     --------
@@ -285,6 +292,10 @@ class DependencyTree(Structure):
         self._map_matrix(scores)  # raises when no tree exists
         mu = np.empty_like(scores)
         log_z = matrix_tree_marginals(scores, single_root, mu)
+        if not _marginals_accurate(mu, log_z, single_root) and _no_underflow(scores):
+            # Strong cycles made the determinant formula cancel: take the
+            # slower subtraction-free path.
+            log_z = matrix_tree_marginals_rooted(scores, single_root, mu)
         _check_marginals_accuracy(mu, log_z, single_root)
         return mu, float(log_z)
 
@@ -379,19 +390,35 @@ def _heads_to_parts(heads):
     return out
 
 
-def _check_marginals_accuracy(mu, log_z, single_root):
-    """Raise when the matrix-tree computation lost its accuracy.
+def _no_underflow(scores):
+    """Whether every allowed arc keeps a normal float weight after the shift."""
+    n = scores.shape[0] - 1
+    used = scores[_arc_index(n)].reshape(n, n)  # row: modifier
+    finite = np.isfinite(used)
+    low = np.where(finite, used, np.inf).min(axis=1)
+    high = np.where(finite, used, -np.inf).max(axis=1)
+    return bool(np.all(high - low <= 700.0))
 
-    Every word has exactly one head, so each column of the marginals sums to
-    one; a numerically singular Laplacian breaks this (or the determinant).
-    """
+
+def _marginals_accurate(mu, log_z, single_root):
+    if not np.isfinite(log_z) or not np.all(np.isfinite(mu)):
+        return False
     deviation = np.abs(mu[:, 1:].sum(axis=0) - 1.0).max()
     if single_root:
         deviation = max(deviation, abs(mu[0].sum() - 1.0))
     # Rounding errors of the determinant's cancellations show up in these
     # sums with about their own size (measured on brute-forced instances), so
     # the threshold bounds the error of what is returned.
-    if not np.isfinite(log_z) or not np.all(np.isfinite(mu)) or not deviation <= 1e-9:
+    return bool(deviation <= 1e-9)
+
+
+def _check_marginals_accuracy(mu, log_z, single_root):
+    """Raise when the matrix-tree computation lost its accuracy.
+
+    Every word has exactly one head, so each column of the marginals sums to
+    one; a numerically singular Laplacian breaks this (or the determinant).
+    """
+    if not _marginals_accurate(mu, log_z, single_root):
         raise ValueError(
             "the matrix-tree theorem is numerically unreliable for these scores: "
             "the trees made of each word's best arc contain cycles that win by "

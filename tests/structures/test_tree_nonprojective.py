@@ -394,6 +394,41 @@ def test_extreme_scores_marginals_exact_or_clear_error(single_root):
     assert n_ok > 0
 
 
+@pytest.mark.parametrize("single_root", [True, False])
+def test_strong_cycles_take_the_cancellation_free_path(single_root):
+    # Scores of size 30-50 (with forbidden arcs) often make the greedy arcs
+    # form cycles far ahead of every tree, where the determinant cancels;
+    # the O(n^4) subtraction-free path must then give brute-force accuracy.
+    from sksparse_struct.structures._nonprojective_fast import matrix_tree_marginals
+
+    rng = np.random.default_rng(13)
+    tree = DependencyTree(single_root=single_root)
+    n_fallback = 0
+    for trial in range(300):
+        n = 2 + trial % 4
+        scores = random_scores(rng, n, scale=[30.0, 50.0][trial % 2])
+        if trial % 3 == 0:
+            scores[rng.random(scores.shape) < 0.3] = -np.inf
+        _, values, mu_ref, log_z_ref = brute_force(scores, single_root)
+        if not np.isfinite(values).any():
+            continue
+        fast = np.empty_like(scores)
+        fast_log_z = matrix_tree_marginals(scores, single_root, fast)
+        try:
+            mu, log_z = tree.marginals(scores)
+        except ValueError as exc:
+            # Only single-rooted trees with a word that cannot head the
+            # others (forbidden arcs) may lack a cancellation-free formula.
+            assert single_root and np.isneginf(scores).any()
+            assert "numerically unreliable" in str(exc)
+            continue
+        np.testing.assert_allclose(mu, mu_ref, atol=1e-8, rtol=0)
+        assert log_z == pytest.approx(log_z_ref, abs=1e-8)
+        if not (np.abs(fast - mu_ref).max() <= 1e-8 and abs(fast_log_z - log_z_ref) <= 1e-8):
+            n_fallback += 1
+    assert n_fallback >= 5  # the fallback was exercised
+
+
 def test_cycle_dominated_scores_raise_clearly():
     scores = np.full((3, 3), 1e4)
     scores[0] = -1e4
