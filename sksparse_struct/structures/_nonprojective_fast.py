@@ -506,3 +506,144 @@ def _gth_logdet(A):
                 if i != j:
                     a[i, j] += a[i, k] * akj / p
     return logdet
+
+
+@njit
+def _logaddexp(x, y):
+    if x == -np.inf:
+        return y
+    if y == -np.inf:
+        return x
+    if x > y:
+        return x + np.log1p(np.exp(y - x))
+    return y + np.log1p(np.exp(x - y))
+
+
+@njit
+def matrix_tree_marginals_rooted_log(scores, single_root, marginals):
+    """:func:`matrix_tree_marginals_rooted` with every quantity in log space.
+
+    The same subtraction-free computation (sums, products and quotients of
+    nonnegative numbers only) carried out on logarithms, so weights spanning
+    any range (scores of size ``1e4``) neither underflow nor overflow. About
+    ten times slower than the linear-space version; used when some allowed
+    arc is more than 700 below the best arc into its word.
+    """
+    N = scores.shape[0]
+    n = N - 1
+    marginals[:, :] = 0.0
+    shift = np.zeros(N)
+    W = np.full((N, N), -np.inf)  # log weights, shifted per column
+    for m in range(1, N):
+        c = -np.inf
+        for h in range(N):
+            if h != m and scores[h, m] > c:
+                c = scores[h, m]
+        shift[m] = c
+        for h in range(N):
+            if h != m:
+                W[h, m] = scores[h, m] - c
+    log_t = np.full(N, -np.inf)
+    Y = np.full((N, N), -np.inf)
+    k_n = n - 1
+    size = max(k_n, 1)
+    idx = np.empty(size, dtype=np.int64)
+    a = np.empty((size, size))
+    slack = np.empty(size)
+    piv = np.empty(size)
+    z = np.empty(size)
+    for m in range(1, N):
+        c = 0
+        for w in range(1, N):
+            if w != m:
+                idx[c] = w
+                c += 1
+        for j in range(k_n):
+            slack[j] = W[m, idx[j]] if single_root else _logaddexp(W[m, idx[j]], W[0, idx[j]])
+            for i in range(k_n):
+                a[i, j] = W[idx[i], idx[j]] if i != j else -np.inf
+        logdet = 0.0
+        ok = True
+        for k in range(k_n):
+            p = slack[k]
+            for i in range(k + 1, k_n):
+                p = _logaddexp(p, a[i, k])
+            if p == -np.inf:
+                ok = False
+                break
+            piv[k] = p
+            logdet += p
+            for i in range(k + 1, k_n):
+                a[i, k] -= p
+            for j in range(k + 1, k_n):
+                akj = a[k, j]
+                if akj == -np.inf:
+                    continue
+                slack[j] = _logaddexp(slack[j], slack[k] + akj - p)
+                for i in range(k + 1, k_n):
+                    if i != j:
+                        a[i, j] = _logaddexp(a[i, j], a[i, k] + akj)
+        if not ok:
+            if single_root:
+                return np.nan
+            continue
+        log_t[m] = logdet
+        for j in range(k_n):
+            s = W[0, idx[j]]
+            for k in range(j):
+                s = _logaddexp(s, a[k, j] + z[k])
+            z[j] = s - piv[j]
+        for k in range(k_n - 1, -1, -1):
+            s = z[k]
+            for i in range(k + 1, k_n):
+                s = _logaddexp(s, a[i, k] + Y[m, idx[i]])
+            Y[m, idx[k]] = s
+    if single_root:
+        log_zs = -np.inf
+        for m in range(1, N):
+            log_zs = _logaddexp(log_zs, W[0, m] + log_t[m])
+    else:
+        log_zs = _gth_logdet_log(W)
+    if log_zs == -np.inf:
+        return -np.inf
+    for m in range(1, N):
+        if log_t[m] == -np.inf:
+            continue
+        marginals[0, m] = np.exp(W[0, m] + log_t[m] - log_zs)
+        for h in range(1, N):
+            if h != m and W[h, m] > -np.inf:
+                marginals[h, m] = np.exp(W[h, m] + Y[m, h] + log_t[m] - log_zs)
+    log_z = log_zs
+    for m in range(1, N):
+        log_z += shift[m]
+    return log_z
+
+
+@njit
+def _gth_logdet_log(W):
+    """:func:`_gth_logdet` on log weights."""
+    N = W.shape[0]
+    n = N - 1
+    a = np.empty((n, n))
+    slack = np.empty(n)
+    for j in range(n):
+        slack[j] = W[0, j + 1]
+        for i in range(n):
+            a[i, j] = W[i + 1, j + 1] if i != j else -np.inf
+    logdet = 0.0
+    for k in range(n):
+        p = slack[k]
+        for i in range(k + 1, n):
+            p = _logaddexp(p, a[i, k])
+        if p == -np.inf:
+            return -np.inf
+        logdet += p
+        for j in range(k + 1, n):
+            akj = a[k, j]
+            if akj == -np.inf:
+                continue
+            slack[j] = _logaddexp(slack[j], slack[k] + akj - p)
+            for i in range(k + 1, n):
+                if i != j:
+                    a[i, j] = _logaddexp(a[i, j], a[i, k] + akj - p)
+    return logdet

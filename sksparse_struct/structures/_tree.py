@@ -20,6 +20,7 @@ from ._nonprojective_fast import (
     matrix_tree_marginals,
     matrix_tree_marginals_backward,
     matrix_tree_marginals_rooted,
+    matrix_tree_marginals_rooted_log,
 )
 
 __all__ = ["DependencyTree"]
@@ -187,12 +188,13 @@ class DependencyTree(Structure):
     the marginals must sum to one to within ``1e-9``) and the marginals are
     recomputed by a subtraction-free ``O(n^4)`` path (one
     Grassmann-Taksar-Heyman factorization per word), accurate to about
-    ``1e-12`` again. That path needs every allowed arc within 700 of the best
-    arc into the same word (no underflow) and, for single-rooted trees,
-    every word able to head all the others; otherwise (e.g. scores of size
-    ``1e4`` with strong cycles) a ``ValueError`` is raised rather than
-    inaccurate marginals returned. :meth:`marginals_backward` uses the
-    ``O(n^3)`` closed form only and raises in that regime too.
+    ``1e-12`` again; in log space when some allowed arc is more than 700
+    below the best arc into its word (e.g. scores of size ``1e4``), so
+    nothing underflows. For single-rooted trees that path needs every word
+    able to head all the others through allowed arcs; when it is not (some
+    forbidden arcs) and the fast path cancelled, a ``ValueError`` is raised
+    rather than inaccurate marginals returned. :meth:`marginals_backward`
+    uses the ``O(n^3)`` closed form only, and raises when it cancels.
 
     Examples
     --------
@@ -292,10 +294,14 @@ class DependencyTree(Structure):
         self._map_matrix(scores)  # raises when no tree exists
         mu = np.empty_like(scores)
         log_z = matrix_tree_marginals(scores, single_root, mu)
-        if not _marginals_accurate(mu, log_z, single_root) and _no_underflow(scores):
+        if not _marginals_accurate(mu, log_z, single_root):
             # Strong cycles made the determinant formula cancel: take the
-            # slower subtraction-free path.
-            log_z = matrix_tree_marginals_rooted(scores, single_root, mu)
+            # slower subtraction-free path, in log space if weights would
+            # underflow.
+            if _no_underflow(scores):
+                log_z = matrix_tree_marginals_rooted(scores, single_root, mu)
+            else:
+                log_z = matrix_tree_marginals_rooted_log(scores, single_root, mu)
         _check_marginals_accuracy(mu, log_z, single_root)
         return mu, float(log_z)
 
