@@ -20,9 +20,10 @@ is compiled, or loaded from numba's cache, by a warm-up call first):
    and 45 labels.
 3. Dependency-tree marginals: matrix-tree theorem (non-projective) and
    inside-outside (projective), forward and backward, at n = 20, 50, 100,
-   with the growth exponent fitted on a log-log scale (cubic algorithms give
-   about 3; small n is dominated by constant costs, so the fitted exponent
-   tends to be a little lower).
+   with the growth exponent fitted on a log-log scale (cubic algorithms
+   approach 3; at these sizes constant and quadratic costs still weigh, so
+   the fitted exponent is lower, markedly for the matrix-tree theorem whose
+   cubic step is a fast LAPACK factorization).
 4. SparseMAP on a non-projective tree (``single_root=False``) with N(0, 1) arc
    scores at n = 10, 20, 40, over several random instances: time per solve,
    iterations, support size, the final Wolfe gap and how far the objective
@@ -107,6 +108,11 @@ def skip(what, why):
     print()
 
 
+def fmt_ms(x):
+    """Milliseconds: three decimals below 1 ms, three significant digits above."""
+    return fmt(x, 3 if x is not None and x < 1 else 2)
+
+
 def tree_scores(n, seed):
     """N(0, 1) scores of the arcs of an n-word sentence, (n+1) x (n+1)."""
     return np.random.default_rng(seed).standard_normal((n + 1, n + 1))
@@ -153,7 +159,7 @@ def bench_cle(repeats):
         single.map(scores)
         t_ours = median_ms(lambda: tree.map(scores), repeats)
         t_single = median_ms(lambda: single.map(scores), repeats)
-        row = [n, fmt(t_ours, 3), fmt(t_single, 3), "-", "-", "-"]
+        row = [n, fmt_ms(t_ours), fmt_ms(t_single), "-", "-", "-"]
         if nx is not None:
             nx_heads = networkx_arborescence(nx, scores)
             # networkx costs tens to hundreds of ms per call: fewer repeats.
@@ -252,7 +258,7 @@ def bench_tree_marginals(repeats):
             fwd.append(t_f)
             bwd.append(t_b)
             maps.append(t_m)
-            rows.append([label, n, fmt(t_f, 3), fmt(t_b, 3), fmt(t_m, 3)])
+            rows.append([label, n, fmt_ms(t_f), fmt_ms(t_b), fmt_ms(t_m)])
         slope_b = fmt(loglog_slope(MARGINAL_SIZES, bwd)) if has_bwd else "-"
         rows.append([label, "exponent", fmt(loglog_slope(MARGINAL_SIZES, fwd)), slope_b,
                      fmt(loglog_slope(MARGINAL_SIZES, maps))])
@@ -362,7 +368,7 @@ def bench_sparsemap(repeats, n_instances):
                 rows.append([n, method, f"error: {type(exc).__name__}: {exc}"] + [""] * 6)
                 continue
             rows.append([
-                n, method, fmt(np.median(times), 3), fmt(np.mean(iters), 1),
+                n, method, fmt_ms(np.median(times)), fmt(np.mean(iters), 1),
                 fmt(np.mean(supports), 1), f"{np.median(gaps):.1e}", f"{np.max(gaps):.1e}",
                 f"{np.max(obj_diff):.1e}" if obj_diff else "-",
                 f"{np.max(u_diff):.1e}" if method != "active_set" else "",
@@ -375,7 +381,7 @@ def bench_sparsemap(repeats, n_instances):
                 times.append(1e3 * np.median([r[0] for r in runs]))
                 supports.append(runs[-1][2])
                 u_diff.append(float(np.abs(runs[-1][1] - reference[i][0]).max()))
-            rows.append([n, "AD3 (measured)", fmt(np.median(times), 3), "-",
+            rows.append([n, "AD3 (measured)", fmt_ms(np.median(times)), "-",
                          fmt(np.mean(supports), 1), "-", "-", "-", f"{np.max(u_diff):.1e}"])
         elif n in AD3_QUOTED:
             ms, sup = AD3_QUOTED[n]
@@ -442,7 +448,7 @@ def bench_cold_start(samples):
     header = ["deps import s", "pkg import s", "1st sparsemap ms", "2nd sparsemap ms",
               "misses"]
     rows = [[fmt(med["deps"]), fmt(med["import"]), fmt(1e3 * med["first"]),
-             fmt(1e3 * med["second"], 3), str(max(r["misses"] for r in runs))]]
+             fmt_ms(1e3 * med["second"]), str(max(r["misses"] for r in runs))]]
     print(f"Cold start in a new process with a warm numba cache (median of {samples}): "
           "SparseMAP (active set) on a 10-word non-projective tree. deps = numpy + numba; "
           "pkg = sksparse_struct.structures and .inference on top; the first call "
