@@ -19,6 +19,9 @@ with the root row replacing the first word's row for single-rooted trees.
 Each column of ``L`` only holds arcs into one modifier, and every tree uses
 exactly one such arc, so the scores of each column are shifted by their
 maximum before exponentiating: no overflow, and ``log Z`` gets the shifts back.
+When strong cycles make that determinant cancel, the callers switch to
+:func:`matrix_tree_marginals_rooted` (``O(n^4)``, subtraction-free) or its
+log-space twin :func:`matrix_tree_marginals_rooted_log`.
 """
 
 import numpy as np
