@@ -45,7 +45,7 @@ message. The tables are printed as reStructuredText "simple tables", ready to
 paste in ``doc/benchmarks.rst``.
 
 Extra packages: ``networkx`` (section 1) and ``ad3`` (section 4). AD3 2.2.1
-(the latest release) does not build on Python >= 3.11 as released; the
+(the release pip picks) does not build on Python >= 3.11 as released; the
 benchmark environment used for ``doc/benchmarks.rst`` builds it from the
 source distribution after (a) regenerating its Cython files with
 ``cython<3`` (the shipped ones include ``longintrepr.h``), (b) adding the
@@ -53,7 +53,13 @@ missing ``return 0;`` at the end of ``FactorTree::RunCLE`` in
 ``examples/cpp/parsing/FactorTree.cpp`` (modern compilers turn the missing
 return into a crash) and (c) exposing ``GenericFactor::SolveQP`` to Python as
 ``PGenericFactor.solve_qp(eta_u, eta_v, max_iter)`` returning
-``(u, v, active_set, distribution)`` in ``python/ad3/base.pyx``.
+``(u, v, active_set, distribution)`` in ``python/ad3/base.pyx``; then::
+
+    pip download --no-deps --no-binary :all: ad3 && tar xzf ad3-2.2.1.tar.gz
+    # apply (b) and (c), then, in ad3-2.2.1/python/ad3:
+    for f in base factor_graph extensions; do cython --cplus -2 $f.pyx -o $f.cpp; done
+    # and in ad3-2.2.1 (with cython<3 installed):
+    pip install --no-build-isolation .
 """
 
 import argparse
