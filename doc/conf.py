@@ -63,6 +63,8 @@ _API_MODULES = {
     "sksparse_struct.mappings": "sksparse_struct.mappings",
     "sksparse_struct.losses": "sksparse_struct.losses",
     "sksparse_struct.datasets": "sksparse_struct.datasets",
+    "sksparse_struct.structures": "sksparse_struct.structures",
+    "sksparse_struct.inference": "sksparse_struct.inference",
 }
 
 
