@@ -17,6 +17,7 @@ import numpy as np
 from ._base import Parts, Structure
 from ._nonprojective_fast import (
     chu_liu_edmonds,
+    chu_liu_edmonds_parts,
     matrix_tree_marginals,
     matrix_tree_marginals_backward,
     matrix_tree_marginals_rooted,
@@ -26,12 +27,23 @@ from ._nonprojective_fast import (
 __all__ = ["DependencyTree"]
 
 
+# n -> (heads, mods) of the arcs in the part order; read-only, shared by all
+# calls (SparseMAP's loops would otherwise rebuild them at every iteration).
+_ARC_INDEX_CACHE = {}
+
+
 def _arc_index(n):
     """Heads and modifiers of the ``n * n`` arcs in the part order."""
-    mods = np.repeat(np.arange(1, n + 1), n)
-    heads = np.tile(np.arange(n + 1), (n, 1))
-    heads = heads[heads != np.arange(1, n + 1)[:, None]]
-    return heads, mods
+    index = _ARC_INDEX_CACHE.get(n)
+    if index is None:
+        mods = np.repeat(np.arange(1, n + 1), n)
+        heads = np.tile(np.arange(n + 1), (n, 1))
+        heads = heads[heads != np.arange(1, n + 1)[:, None]]
+        heads.flags.writeable = False
+        mods.flags.writeable = False
+        index = (heads, mods)
+        _ARC_INDEX_CACHE[n] = index
+    return index
 
 
 def _check_arc_scores(scores, name="scores"):
@@ -194,7 +206,9 @@ class DependencyTree(Structure):
     able to head all the others through allowed arcs; when it is not (some
     forbidden arcs) and the fast path cancelled, a ``ValueError`` is raised
     rather than inaccurate marginals returned. :meth:`marginals_backward`
-    uses the ``O(n^3)`` closed form only, and raises when it cancels.
+    uses the ``O(n^3)`` closed form when it is accurate, else forward-mode
+    differentiation of the subtraction-free ``O(n^4)`` path (exact in the
+    same regimes as the marginals).
 
     Examples
     --------
@@ -345,6 +359,18 @@ class DependencyTree(Structure):
         mu = np.empty_like(scores)
         out = np.empty_like(scores)
         log_z = matrix_tree_marginals_backward(scores, single_root, d, mu, out)
+        from ._nonprojective_backward_fast import (
+            backward_sums_vanish,
+            matrix_tree_marginals_rooted_log_jvp,
+        )
+
+        if not (
+            _marginals_accurate(mu, log_z, single_root)
+            and backward_sums_vanish(out, d, single_root, 1e-9)
+        ):
+            # The inverse Laplacian cancels: differentiate the subtraction-free
+            # O(n^4) marginals in forward mode instead (stable, see the module).
+            log_z = matrix_tree_marginals_rooted_log_jvp(scores, single_root, d, mu, out)
         _check_marginals_accuracy(mu, log_z, single_root)
         return (out,)
 
@@ -357,10 +383,22 @@ class DependencyTree(Structure):
 
     def oracle(self, parts, eta_u, eta_v):
         n = parts.context
-        scores = np.full((n + 1, n + 1), -np.inf)
-        scores[_arc_index(n)] = eta_u
-        heads = self._map_matrix(scores)
-        return heads, _heads_to_parts(heads), np.zeros(0)
+        projective, single_root = self._options()
+        if projective:
+            scores = np.full((n + 1, n + 1), -np.inf)
+            scores[_arc_index(n)] = eta_u
+            heads = self._map_matrix(scores)
+            return heads, _heads_to_parts(heads), np.zeros(0)
+        # One compiled call (scatter, Chu-Liu-Edmonds, indicators): this is
+        # the inner step of SparseMAP, called once per iteration.
+        heads = np.empty(n + 1, dtype=np.int64)
+        m = np.empty(n * n)
+        if not chu_liu_edmonds_parts(
+            np.ascontiguousarray(eta_u, dtype=np.float64), n, single_root,
+            np.empty((n + 1, n + 1)), heads, m,
+        ):
+            raise _no_tree_error(single_root)
+        return heads, m, np.zeros(0)
 
     def indicators(self, value, parts):
         heads = check_heads(value, parts.context, self._options()[1])
