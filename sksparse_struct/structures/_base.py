@@ -59,7 +59,7 @@ import numpy as np
 
 from ..utils._validation import check_scores
 
-__all__ = ["Parts", "Structure", "UnaryStructure", "dot_masked"]
+__all__ = ["Parts", "Structure", "UnaryStructure", "check_part_scores", "dot_masked"]
 
 
 @dataclass(frozen=True)
@@ -203,6 +203,29 @@ def _flatten_layout(arrays):
     return np.asarray(arrays, dtype=np.float64).ravel()
 
 
+def check_part_scores(scores, ndim, owner):
+    """Validate an array of part scores with ``ndim`` dimensions.
+
+    NaN, ``+inf``, non-numeric and empty arrays are rejected, naming the
+    position. ``-inf`` (a forbidden part) is allowed everywhere, even on every
+    part: whether any structure remains is the structure's call (the empty
+    subset of a budget uses no part; a one-of-K choice has none left).
+
+    Returns
+    -------
+    scores : ndarray of float64, C-contiguous, of the input's shape
+    """
+    arr = np.asarray(scores)
+    if arr.ndim != ndim:
+        raise ValueError(
+            f"{owner} expects scores with {ndim} dimension(s), got shape {arr.shape}."
+        )
+    if arr.size == 0:
+        raise ValueError(f"{owner} needs at least one item, got scores of shape {arr.shape}.")
+    check_scores(arr.reshape(1, -1), "scores", allow_all_masked=True)
+    return np.ascontiguousarray(arr, dtype=np.float64)
+
+
 def dot_masked(eta, indicator):
     """``eta . indicator`` where ``0 * -inf`` counts as 0 (unused forbidden parts)."""
     used = indicator != 0
@@ -221,14 +244,8 @@ class UnaryStructure(Structure):
     scores_ndim = 1
 
     def encode(self, scores):
-        scores = np.asarray(scores)
-        if scores.ndim != self.scores_ndim:
-            raise ValueError(
-                f"{type(self).__name__} expects scores with {self.scores_ndim} "
-                f"dimension(s), got shape {scores.shape}."
-            )
-        flat, _ = check_scores(scores.reshape(1, -1), "scores")
-        return Parts(flat[0], np.zeros(0), scores.shape)
+        scores = check_part_scores(scores, self.scores_ndim, type(self).__name__)
+        return Parts(scores.ravel(), np.zeros(0), scores.shape)
 
     def oracle(self, parts, eta_u, eta_v):
         scores = np.asarray(eta_u, dtype=np.float64).reshape(parts.context)

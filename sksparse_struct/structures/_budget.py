@@ -5,37 +5,10 @@ import numbers
 import numpy as np
 
 from ..utils._validation import check_scores
-from ._base import Parts, UnaryStructure
+from ._base import Parts, UnaryStructure, check_part_scores
 from ._budget_fast import budget_marginals, budget_marginals_jvp
 
 __all__ = ["Budget"]
-
-
-def _check_part_scores(scores, ndim, owner):
-    """Validate an array of part scores of ``ndim`` dimensions; ``-inf`` allowed.
-
-    Unlike the probability mappings, a structure may accept scores that are
-    all ``-inf`` (e.g. the empty subset of a Budget uses no part), so the
-    feasibility of the ``-inf`` pattern is left to the caller; NaN, ``+inf``,
-    non-numeric input and empty arrays are rejected here, with their position.
-    """
-    arr = np.asarray(scores)
-    if arr.ndim != ndim:
-        raise ValueError(
-            f"{owner} expects scores with {ndim} dimension(s), got shape {arr.shape}."
-        )
-    if arr.size == 0:
-        raise ValueError(f"{owner} needs at least one item, got scores of shape {arr.shape}.")
-    flat = arr.reshape(1, -1)
-    if np.issubdtype(flat.dtype, np.floating):
-        # check_scores rejects rows made only of -inf (a probability mapping has
-        # no output for them); here that is the caller's call, so mask them out
-        # for the check of NaN / +inf / dtype only.
-        probe = np.where(np.isneginf(flat), 0.0, flat)
-    else:
-        probe = flat
-    check_scores(probe, "scores")
-    return np.ascontiguousarray(arr, dtype=np.float64)
 
 
 class Budget(UnaryStructure):
@@ -114,7 +87,7 @@ class Budget(UnaryStructure):
         return int(min(budget, k))
 
     def encode(self, scores):
-        eta = _check_part_scores(scores, 1, "Budget")
+        eta = check_part_scores(scores, 1, "Budget")
         b = self._check_budget(eta.shape[0])
         if self.exact:
             allowed = int(np.isfinite(eta).sum())

@@ -3,8 +3,7 @@
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from ._base import Parts, UnaryStructure
-from ._budget import _check_part_scores
+from ._base import Parts, UnaryStructure, check_part_scores
 
 __all__ = ["Matching"]
 
@@ -51,7 +50,7 @@ class Matching(UnaryStructure):
     scores_ndim = 2
 
     def encode(self, scores):
-        eta = _check_part_scores(scores, 2, "Matching")
+        eta = check_part_scores(scores, 2, "Matching")
         r, c = eta.shape
         # A cheap, precise message for the common infeasible cases; other
         # infeasible patterns (Hall's condition) are reported by the oracle.

@@ -6,8 +6,7 @@ import numpy as np
 
 from ..mappings import softmax, softmax_backward
 from ..utils._validation import check_scores
-from ._base import Parts, UnaryStructure
-from ._budget import _check_part_scores
+from ._base import Parts, UnaryStructure, check_part_scores
 
 __all__ = ["XOR"]
 
@@ -39,7 +38,7 @@ class XOR(UnaryStructure):
     scores_ndim = 1
 
     def encode(self, scores):
-        eta = _check_part_scores(scores, 1, "XOR")
+        eta = check_part_scores(scores, 1, "XOR")
         if not np.isfinite(eta).any():
             raise ValueError(
                 f"XOR: every one of the {eta.shape[0]} items is forbidden (-inf), "

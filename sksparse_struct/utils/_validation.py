@@ -80,7 +80,7 @@ def _first_bad(mask):
     return int(row), int(col)
 
 
-def check_scores(z, name="z", allow_neg_inf=True):
+def check_scores(z, name="z", allow_neg_inf=True, allow_all_masked=False):
     """Validate a vector or batch of score rows for a probability mapping.
 
     NaN and ``+inf`` are rejected. ``-inf`` marks an entry that must receive
@@ -95,6 +95,11 @@ def check_scores(z, name="z", allow_neg_inf=True):
         Name of the argument, used in error messages.
     allow_neg_inf : bool, default=True
         Whether ``-inf`` entries are accepted as masks.
+    allow_all_masked : bool, default=False
+        Whether a row made only of ``-inf`` is accepted. Probability mappings
+        have no output for such a row; some structures do (e.g. the empty
+        subset of a budget uses no part), so they decide feasibility
+        themselves.
 
     Returns
     -------
@@ -122,7 +127,7 @@ def check_scores(z, name="z", allow_neg_inf=True):
                 "needs finite scores."
             )
         all_masked = ~finite.any(axis=1)
-        if all_masked.any():
+        if all_masked.any() and not allow_all_masked:
             r = int(np.flatnonzero(all_masked)[0])
             raise ValueError(
                 f"every entry of row {r} of {name} is -inf: no probability "
