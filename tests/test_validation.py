@@ -97,3 +97,15 @@ def test_check_backward_inputs():
         check_backward_inputs([0.5, np.nan], [1.0, 2.0])
     with pytest.raises(ValueError, match=r"dp contains -inf"):
         check_backward_inputs([0.5, 0.5], [1.0, -np.inf])
+
+
+def test_check_scores_allow_all_masked():
+    z = np.full((2, 3), -np.inf)
+    z[0, 0] = 1.0
+    rows, _ = check_scores(z, allow_all_masked=True)
+    assert np.isneginf(rows[1]).all()
+    with pytest.raises(ValueError, match="every entry of row 1"):
+        check_scores(z)
+    z[1, 2] = np.nan
+    with pytest.raises(ValueError, match=r"NaN \(row 1, position 2\)"):
+        check_scores(z, allow_all_masked=True)
