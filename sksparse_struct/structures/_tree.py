@@ -366,7 +366,7 @@ class DependencyTree(Structure):
 
         if not (
             _marginals_accurate(mu, log_z, single_root)
-            and backward_sums_vanish(out, d, single_root, 1e-9)
+            and backward_sums_vanish(out, d, single_root, 1e-11)
         ):
             # The inverse Laplacian cancels: differentiate the subtraction-free
             # O(n^4) marginals in forward mode instead (stable, see the module).

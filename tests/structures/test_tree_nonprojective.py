@@ -397,9 +397,14 @@ def test_extreme_two_way_tie_between_cycles():
     np.testing.assert_allclose(mu, [[0, 0.5, 0.5], [0, 0, 0.5], [0, 0.5, 0]], atol=1e-15)
     # log Z = log 2 comes out of shifts of size 1e4: a few ulps of 2e4.
     assert log_z == pytest.approx(np.log(2.0), abs=1e-11)
-    # The closed-form backward pass cannot resolve this; it says so.
-    with pytest.raises(ValueError, match="numerically unreliable"):
-        DependencyTree(single_root=False).marginals_backward(scores, np.ones((3, 3)))
+    # The backward pass resolves it too (through the subtraction-free
+    # fallback): the arc 1 -> 2 comes with root -> 1, the arc 2 -> 1 with
+    # root -> 2, each chain with probability 1/2, so the gradient of
+    # mu[1, 2] (the covariances with its indicator) is +-1/4 on all four.
+    d_mu = np.zeros((3, 3))
+    d_mu[1, 2] = 1.0
+    (d,) = DependencyTree(single_root=False).marginals_backward(scores, d_mu)
+    np.testing.assert_allclose(d, [[0, 0.25, -0.25], [0, 0, 0.25], [0, -0.25, 0]], atol=1e-11)
 
 
 def test_n_equals_one():
@@ -589,3 +594,206 @@ def test_bad_options():
         DependencyTree(single_root="yes").map(np.zeros((3, 3)))
     with pytest.raises(ValueError, match="projective"):
         DependencyTree(projective=None).map(np.zeros((3, 3)))
+
+
+# -- backward pass in the unstable regime ------------------------------------
+
+
+def brute_force_covariance_vjp(scores, single_root, d_mu):
+    """``Cov(arc indicators) @ d_mu`` over all trees: the Hessian of log Z."""
+    n = scores.shape[0] - 1
+    table = _tree_table(n, single_root)
+    words = np.arange(1, n + 1)
+    values = scores[table[:, 1:], words].sum(axis=1)
+    keep = np.isfinite(values)
+    p = np.exp(values[keep] - logsumexp(values[keep]))
+    x = np.zeros((keep.sum(), n + 1, n + 1))
+    x[np.arange(keep.sum())[:, None], table[keep, 1:], words] = 1.0
+    x = x.reshape(keep.sum(), -1)
+    # Centered form: no cancellation between E[x x^T] and mu mu^T.
+    xc = x - p @ x
+    proj = xc @ d_mu.ravel()
+    return ((p * proj) @ xc).reshape(n + 1, n + 1)
+
+
+@pytest.fixture
+def fallback_calls(monkeypatch):
+    """Counts the calls of the subtraction-free backward kernel."""
+    from sksparse_struct.structures import _nonprojective_backward_fast as mod
+
+    calls = []
+    kernel = mod.matrix_tree_marginals_rooted_log_jvp
+
+    def counted(*args):
+        calls.append(1)
+        return kernel(*args)
+
+    monkeypatch.setattr(mod, "matrix_tree_marginals_rooted_log_jvp", counted)
+    return calls
+
+
+def _arcs_d(rng, scores):
+    d_mu = rng.normal(size=scores.shape)
+    d_mu[:, 0] = 0.0
+    np.fill_diagonal(d_mu, 0.0)
+    return d_mu
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+@pytest.mark.parametrize("scale", [20.0, 50.0])
+def test_backward_unstable_regime_matches_brute_force_covariance(
+    single_root, scale, fallback_calls
+):
+    # Strong random scores: the closed form cancels in a sizeable fraction
+    # of the instances (it used to raise there); all must be exact.
+    tree = DependencyTree(single_root=single_root)
+    for seed in range(60):
+        rng = np.random.default_rng(1000 + seed)
+        n = 3 + seed % 3
+        scores = rng.normal(size=(n + 1, n + 1)) * scale
+        d_mu = _arcs_d(rng, scores)
+        (d,) = tree.marginals_backward(scores, d_mu)
+        np.testing.assert_allclose(
+            d, brute_force_covariance_vjp(scores, single_root, d_mu), atol=1e-10
+        )
+    assert len(fallback_calls) >= 3
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_backward_extreme_scores_matches_brute_force_covariance(single_root, fallback_calls):
+    rng = np.random.default_rng(12)
+    tree = DependencyTree(single_root=single_root)
+    for trial in range(40):
+        n = 1 + trial % 5
+        scores = rng.uniform(-1e4, 1e4, size=(n + 1, n + 1))
+        if trial % 2:
+            # Near-ties between trees keep the covariance away from zero.
+            scores = np.round(scores / 2e3) * 2e3
+        d_mu = _arcs_d(rng, scores)
+        with np.errstate(over="raise"):
+            (d,) = tree.marginals_backward(scores, d_mu)
+        np.testing.assert_allclose(
+            d, brute_force_covariance_vjp(scores, single_root, d_mu), atol=1e-9
+        )
+    assert len(fallback_calls) >= 5
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_backward_forbidden_arcs_unstable_regime(single_root, fallback_calls):
+    tree = DependencyTree(single_root=single_root)
+    checked = 0
+    for seed in range(200):
+        rng = np.random.default_rng(2000 + seed)
+        n = 3 + seed % 3
+        scores = rng.normal(size=(n + 1, n + 1)) * 30.0
+        forbid = rng.random(scores.shape) < 0.2
+        scores[forbid] = -np.inf
+        try:
+            tree.marginals(scores)
+        except ValueError:
+            continue  # no tree, or a word that cannot head the others
+        d_mu = _arcs_d(rng, scores)
+        (d,) = tree.marginals_backward(scores, d_mu)
+        assert np.isfinite(d).all()
+        used = forbid.copy()
+        used[:, 0] = False
+        np.fill_diagonal(used, False)
+        assert (d[used] == 0.0).all()
+        np.testing.assert_allclose(
+            d, brute_force_covariance_vjp(scores, single_root, d_mu), atol=1e-10
+        )
+        checked += 1
+    assert checked >= 50
+    assert len(fallback_calls) >= 3
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_backward_unstable_regime_matches_finite_differences(single_root, fallback_calls):
+    # Larger sentences, beyond brute force: central differences of the
+    # marginals along the arcs. The public marginals may accept the closed
+    # form with errors up to ~1e-9, which differences would amplify, so the
+    # differences are taken of the subtraction-free kernel (linear space,
+    # independent of the log-space kernel being differentiated).
+    from sksparse_struct.structures._nonprojective_fast import matrix_tree_marginals_rooted
+
+    tree = DependencyTree(single_root=single_root)
+    done = 0
+    for seed in range(100):
+        rng = np.random.default_rng(3000 + seed)
+        n = 10
+        scores = rng.normal(size=(n + 1, n + 1)) * 20.0
+        before = len(fallback_calls)
+        d_mu = _arcs_d(rng, scores)
+        (d_scores,) = tree.marginals_backward(scores, d_mu)
+        if len(fallback_calls) == before:
+            continue  # the closed form was accurate; covered elsewhere
+        arcs = [(h, m) for m in range(1, n + 1) for h in range(n + 1) if h != m]
+        hs, ms = np.array(arcs).T
+
+        def forward(flat):
+            s = scores.copy()
+            s[hs, ms] = flat
+            mu = np.empty_like(s)
+            assert np.isfinite(matrix_tree_marginals_rooted(s, single_root, mu))
+            return mu.ravel()
+
+        fd = central_difference_vjp(forward, scores[hs, ms], d_mu.ravel(), eps=1e-5)
+        np.testing.assert_allclose(d_scores[hs, ms], fd, atol=1e-8)
+        mu_ref = forward(scores[hs, ms]).reshape(scores.shape)
+        np.testing.assert_allclose(tree.marginals(scores)[0], mu_ref, atol=1e-8)
+        done += 1
+        if done == 2:
+            break
+    assert done == 2
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_fallback_backward_kernel_agrees_with_closed_form(single_root):
+    # In the benign regime both backward kernels must agree, and the
+    # fallback's marginals are those of the log-space forward kernel.
+    from sksparse_struct.structures._nonprojective_backward_fast import (
+        backward_sums_vanish,
+        matrix_tree_marginals_rooted_log_jvp,
+    )
+    from sksparse_struct.structures._nonprojective_fast import (
+        matrix_tree_marginals_backward,
+        matrix_tree_marginals_rooted_log,
+    )
+
+    rng = np.random.default_rng(13)
+    for n in (1, 2, 7, 15):
+        scores = rng.normal(size=(n + 1, n + 1))
+        scores[rng.random(scores.shape) < 0.1] = -np.inf
+        scores[0, 1:] = rng.normal(size=n)  # keep a tree possible
+        np.fill_diagonal(scores, 0.0)
+        d_mu = _arcs_d(rng, np.where(np.isfinite(scores), scores, 0.0))
+        mu, out = np.empty_like(scores), np.empty_like(scores)
+        log_z = matrix_tree_marginals_backward(scores, single_root, d_mu, mu, out)
+        mu2, out2 = np.empty_like(scores), np.empty_like(scores)
+        log_z2 = matrix_tree_marginals_rooted_log_jvp(scores, single_root, d_mu, mu2, out2)
+        mu3 = np.empty_like(scores)
+        log_z3 = matrix_tree_marginals_rooted_log(scores, single_root, mu3)
+        assert backward_sums_vanish(out, d_mu, single_root, 1e-12)
+        assert backward_sums_vanish(out2, d_mu, single_root, 1e-12)
+        np.testing.assert_allclose(out2, out, atol=1e-12)
+        np.testing.assert_allclose(mu2, mu, atol=1e-12)
+        assert log_z2 == pytest.approx(log_z, abs=1e-11)
+        np.testing.assert_array_equal(mu2, mu3)
+        assert log_z2 == log_z3
+
+
+def test_backward_sums_vanish_detects_errors():
+    from sksparse_struct.structures._nonprojective_backward_fast import backward_sums_vanish
+
+    d_mu = np.ones((3, 3))
+    good = np.array([[0.0, 0.5, -0.5], [0.0, 0.0, 0.5], [0.0, -0.5, 0.0]])
+    assert backward_sums_vanish(good, d_mu, True, 1e-9)
+    bad = good.copy()
+    bad[1, 2] += 1e-6
+    assert not backward_sums_vanish(bad, d_mu, False, 1e-9)
+    bad = good.copy()
+    bad[0, 1] += 1e-6
+    bad[2, 1] -= 1e-6  # column sums still vanish, the root row's does not
+    assert backward_sums_vanish(bad, d_mu, False, 1e-9)
+    assert not backward_sums_vanish(bad, d_mu, True, 1e-9)
+    assert not backward_sums_vanish(np.full((3, 3), np.nan), d_mu, False, 1e-9)
