@@ -26,9 +26,17 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ..structures._base import Structure, dot_masked
+from ..structures._base import Structure
+from ..structures._tree import DependencyTree, _no_tree_error
 from ..utils._validation import check_positive_scalar
-from ._sparsemap_fast import kkt_delete, kkt_insert, relaxed_step
+from ._sparsemap_fast import (
+    active_set_tree,
+    kkt_delete,
+    kkt_insert,
+    masked_dot,
+    relaxed_step,
+    support_terms,
+)
 
 __all__ = [
     "SparseMAPResult",
@@ -281,18 +289,13 @@ def _check_max_iter(max_iter):
     return int(max_iter)
 
 
-def _vertex(parts, value, m, n, finite=False):
-    """Float64 indicators, dedupe key and score ``theta`` of a structure.
-
-    ``finite`` says that no score is ``-inf``, so that plain dot products
-    cannot meet ``0 * -inf``.
-    """
+def _vertex(parts, value, m, n):
+    """Float64 indicators, dedupe key and score ``theta`` of a structure."""
     m = np.ascontiguousarray(m, dtype=np.float64)
     n = np.ascontiguousarray(n, dtype=np.float64)
-    if finite:
-        theta = float(parts.eta_u @ m + parts.eta_v @ n)
-    else:
-        theta = dot_masked(parts.eta_u, m) + dot_masked(parts.eta_v, n)
+    # Summed over the used parts in index order (never 0 * -inf), in a kernel
+    # shared with the compiled tree loop so that both round alike.
+    theta = masked_dot(_contiguous(parts.eta_u), m) + masked_dot(_contiguous(parts.eta_v), n)
     return value, m, n, m.tobytes() + n.tobytes(), theta
 
 
@@ -353,20 +356,19 @@ def _initial_vertices(structure, parts, init):
     return start
 
 
-def _all_finite(parts):
-    return bool(np.isfinite(parts.eta_u).all() and np.isfinite(parts.eta_v).all())
-
-
-def _linear_gap(structure, parts, support, u, finite):
+def _linear_gap(structure, parts, support, u):
     """Oracle call at ``u``: the new structure, its linear score and the gap."""
     value, m, n = structure.oracle(parts, parts.eta_u - u, parts.eta_v)
-    vert = _vertex(parts, value, m, n, finite)
-    k = support.k
-    p = support.p[:k]
+    vert = _vertex(parts, value, m, n)
     # <grad f, [u; v]> = sum_y p_y (theta_y - m_y . u) = theta_S . p - u . u
-    current = float(support.theta[:k] @ p - u @ u)
-    score = vert[4] - float(vert[1] @ u)
+    tp, uu = support_terms(support.theta, support.p, support.k, u)
+    current = tp - uu
+    score = vert[4] - masked_dot(vert[1], u)
     return vert, score, score - current
+
+
+def _contiguous(a):
+    return np.ascontiguousarray(a, dtype=np.float64)
 
 
 def _add_active(support, vert, prob):
@@ -397,7 +399,6 @@ def _add_active(support, vert, prob):
 
 def _solve_active_set(structure, parts, start, max_iter, tol):
     n_u, n_v = parts.eta_u.shape[0], parts.eta_v.shape[0]
-    finite = _all_finite(parts)
     support = _Support(n_u, n_v, kkt=True)
     total = sum(prob for _, prob in start)
     for vert, prob in start:
@@ -420,8 +421,9 @@ def _solve_active_set(structure, parts, start, max_iter, tol):
             continue
         support.remove_nonpositive()
         k = support.k
-        vert, _, gap = _linear_gap(structure, parts, support, u, finite)
-        objective = float(support.theta[:k] @ support.p[:k] - 0.5 * (u @ u))
+        vert, _, gap = _linear_gap(structure, parts, support, u)
+        tp, uu = support_terms(support.theta, support.p, k, u)
+        objective = tp - 0.5 * uu
         if gap <= tol * max(1.0, abs(objective)):
             converged = True
             break
@@ -435,9 +437,40 @@ def _solve_active_set(structure, parts, start, max_iter, tol):
     return support, n_iter, gap, converged
 
 
+def _solve_active_set_tree(structure, parts, max_iter, tol):
+    """``_solve_active_set`` from the MAP, compiled whole for non-projective trees.
+
+    Same steps and stopping rules as the generic loop (which stays the
+    reference, and serves warm starts); the per-iteration Python calls cost
+    more than the Chu-Liu-Edmonds oracle on trees of tens of words.
+    """
+    single_root = structure._options()[1]
+    M, H, theta, p, k, n_iter, gap, converged, ok = active_set_tree(
+        parts.eta_u, parts.context, single_root, max_iter, tol, _DEPENDENT_TOL
+    )
+    if not ok:
+        raise _no_tree_error(single_root)
+    support = _Support(M.shape[1], 0, kkt=False)
+    support.k = k
+    support.M = M
+    support.N = np.zeros((M.shape[0], 0))
+    support.theta = theta
+    support.p = p
+    support.values = [H[i].copy() for i in range(k)]
+    return support, n_iter, gap, converged
+
+
+def _fast_tree(structure, method, init):
+    return (
+        method == "active_set"
+        and init is None
+        and type(structure) is DependencyTree
+        and not structure._options()[0]
+    )
+
+
 def _solve_conditional_gradient(structure, parts, start, max_iter, tol, variant):
     n_u, n_v = parts.eta_u.shape[0], parts.eta_v.shape[0]
-    finite = _all_finite(parts)
     support = _Support(n_u, n_v, kkt=False)
     total = sum(prob for _, prob in start)
     for (value, m, n, key, theta), prob in start:
@@ -450,7 +483,7 @@ def _solve_conditional_gradient(structure, parts, start, max_iter, tol, variant)
         p = support.p[:k]
         M = support.M[:k]
         u = p @ M
-        vert, score, gap = _linear_gap(structure, parts, support, u, finite)
+        vert, score, gap = _linear_gap(structure, parts, support, u)
         objective = float(support.theta[:k] @ p - 0.5 * (u @ u))
         if gap <= tol * max(1.0, abs(objective)):
             converged = True
@@ -580,12 +613,17 @@ default="active_set"
     max_iter = default_iter if max_iter is None else _check_max_iter(max_iter)
     tol = default_tol if tol is None else check_positive_scalar(tol, "tol")
     parts = structure.encode(*potentials)
-    start = _initial_vertices(structure, parts, init)
-    if method == "active_set":
+    if _fast_tree(structure, method, init):
+        support, n_iter, gap, converged = _solve_active_set_tree(
+            structure, parts, max_iter, tol
+        )
+    elif method == "active_set":
+        start = _initial_vertices(structure, parts, init)
         support, n_iter, gap, converged = _solve_active_set(
             structure, parts, start, max_iter, tol
         )
     else:
+        start = _initial_vertices(structure, parts, init)
         support, n_iter, gap, converged = _solve_conditional_gradient(
             structure, parts, start, max_iter, tol, method
         )
@@ -594,7 +632,7 @@ default="active_set"
     u = p @ support.M[:k]
     if not converged:
         # Report the gap at the point returned (one more oracle call).
-        _, _, gap = _linear_gap(structure, parts, support, u, _all_finite(parts))
+        _, _, gap = _linear_gap(structure, parts, support, u)
         warnings.warn(
             f"sparsemap (method={method!r}) did not converge in max_iter={max_iter} "
             f"iterations: Wolfe gap {gap:.3g}; increase max_iter.",

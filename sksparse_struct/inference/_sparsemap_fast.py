@@ -14,7 +14,36 @@ with capacity for one more structure than ``k``.
 
 import numpy as np
 
+from ..structures._nonprojective_fast import chu_liu_edmonds_parts
 from ..utils._numba import njit
+
+
+@njit
+def masked_dot(a, b):
+    """``a . b`` over the entries where ``b`` is nonzero, summed in index order.
+
+    Skipping the zeros of an indicator ``b`` avoids ``0 * -inf``; the fixed
+    order makes the generic Python loop and the compiled tree loop compute
+    the same scores and gaps to the last bit (different roundings would
+    pick different, equally optimal, distributions on degenerate problems).
+    """
+    s = 0.0
+    for i in range(b.shape[0]):
+        if b[i] != 0.0:
+            s += a[i] * b[i]
+    return s
+
+
+@njit
+def support_terms(theta, p, k, u):
+    """``theta[:k] . p[:k]`` and ``u . u``, summed in index order."""
+    tp = 0.0
+    for i in range(k):
+        tp += theta[i] * p[i]
+    uu = 0.0
+    for a in range(u.shape[0]):
+        uu += u[a] * u[a]
+    return tp, uu
 
 
 @njit
@@ -188,3 +217,181 @@ def relaxed_step(M, NZ, nnz, G, B, theta, p, k, u):
                 a = NZ[i, t]
                 u[a] += pi * M[i, a]
     return -1, 1.0
+
+
+@njit
+def _grow_rows(A, cap):
+    out = np.zeros((cap, A.shape[1]), dtype=A.dtype)
+    out[: A.shape[0]] = A
+    return out
+
+
+@njit
+def _grow_vec(a, cap):
+    out = np.zeros(cap, dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+@njit
+def _grow_square(A, cap):
+    out = np.zeros((cap, cap))
+    out[: A.shape[0], : A.shape[1]] = A
+    return out
+
+
+@njit
+def _tree_remove(M, N, NZ, nnz, G, B, theta, p, H, k, j):
+    kkt_delete(M, N, NZ, nnz, G, B, theta, p, k, j)
+    last = k - 1
+    if j != last:
+        for t in range(H.shape[1]):
+            H[j, t] = H[last, t]
+    return last
+
+
+@njit
+def _tree_remove_nonpositive(M, N, NZ, nnz, G, B, theta, p, H, k):
+    # Same order as the Python loop: highest index first.
+    for j in range(k - 1, -1, -1):
+        if p[j] <= 0.0:
+            k = _tree_remove(M, N, NZ, nnz, G, B, theta, p, H, k, j)
+    return k
+
+
+@njit
+def _same_heads(H, i, heads):
+    for t in range(heads.shape[0]):
+        if H[i, t] != heads[t]:
+            return False
+    return True
+
+
+@njit
+def active_set_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
+    """The whole active-set solver for non-projective dependency trees.
+
+    The compiled twin of ``_solve_active_set`` started from the MAP tree,
+    with ``chu_liu_edmonds_parts`` as the oracle: the same steps in the same
+    order, without a Python round trip per iteration (which cost more than
+    the oracle itself for sentences of up to 40 words). Structures are
+    identified by their heads (rows of ``H``), equivalent to comparing their
+    indicator vectors. Returns the support arrays (``M, H, theta, p`` with
+    ``k`` rows in use), ``n_iter``, the gap, whether it converged, and
+    whether a tree of finite score exists at all.
+    """
+    n_u = n * n
+    cap = 16
+    M = np.zeros((cap, n_u))
+    N = np.zeros((cap, 0))
+    NZ = np.zeros((cap, n_u), dtype=np.int64)
+    nnz = np.zeros(cap, dtype=np.int64)
+    G = np.zeros((cap, cap))
+    B = np.zeros((cap + 1, cap + 1))
+    theta = np.zeros(cap)
+    p = np.zeros(cap)
+    coef = np.zeros(cap)
+    H = np.zeros((cap, n + 1), dtype=np.int64)
+    work = np.empty((n + 1, n + 1))
+    heads = np.empty(n + 1, dtype=np.int64)
+    m = np.empty(n_u)
+    nv = np.zeros(0)
+    w = np.empty(n_u)
+    u = np.zeros(n_u)
+    dropped = np.empty(n + 1, dtype=np.int64)
+    has_dropped = False
+    if not chu_liu_edmonds_parts(eta_u, n, single_root, work, heads, m):
+        return M, H, theta, p, 0, 0, np.inf, False, False
+    k = 0
+    th = masked_dot(eta_u, m) + 0.0
+    prob = 1.0
+    gap = np.inf
+    converged = False
+    n_iter = 0
+    first = True
+    while True:
+        if not first:
+            if n_iter == max_iter:
+                break
+            n_iter += 1
+            # Relaxed QP (eq. 4.9); if infeasible, the step of eq. 4.10.
+            blocking, gamma = relaxed_step(M, NZ, nnz, G, B, theta, p, k, u)
+            if blocking >= 0:
+                if gamma == 0.0:
+                    for t in range(n + 1):
+                        dropped[t] = H[blocking, t]
+                    has_dropped = True
+                else:
+                    has_dropped = False
+                k = _tree_remove_nonpositive(M, N, NZ, nnz, G, B, theta, p, H, k)
+                continue
+            k = _tree_remove_nonpositive(M, N, NZ, nnz, G, B, theta, p, H, k)
+            for a in range(n_u):
+                w[a] = eta_u[a] - u[a]
+            chu_liu_edmonds_parts(w, n, single_root, work, heads, m)
+            # The same operations, in the same order, as _vertex and
+            # _linear_gap (no higher-order parts: their score adds 0.0).
+            th = masked_dot(eta_u, m) + 0.0
+            tp, uu = support_terms(theta, p, k, u)
+            current = tp - uu
+            score = th - masked_dot(m, u)
+            gap = score - current
+            objective = tp - 0.5 * uu
+            if gap <= tol * max(1.0, abs(objective)):
+                converged = True
+                break
+            present = has_dropped and _same_heads(dropped.reshape(1, n + 1), 0, heads)
+            for i in range(k):
+                if present:
+                    break
+                present = _same_heads(H, i, heads)
+            if present:
+                # Already in (or just dropped from) the support: the gap is
+                # rounding noise, nothing left to add.
+                converged = True
+                break
+            has_dropped = False
+            prob = 0.0
+        first = False
+        # Add the structure, pivoting out dependent ones (see _add_active).
+        while True:
+            if k == M.shape[0]:
+                cap = 2 * M.shape[0]
+                M = _grow_rows(M, cap)
+                N = _grow_rows(N, cap)
+                NZ = _grow_rows(NZ, cap)
+                H = _grow_rows(H, cap)
+                nnz = _grow_vec(nnz, cap)
+                theta = _grow_vec(theta, cap)
+                p = _grow_vec(p, cap)
+                coef = np.zeros(cap)
+                G = _grow_square(G, cap)
+                B = _grow_square(B, cap + 1)
+            if kkt_insert(M, N, NZ, nnz, G, B, theta, p, k, m, nv, th, prob, dep_tol, coef):
+                for t in range(n + 1):
+                    H[k, t] = heads[t]
+                k += 1
+                break
+            j = -1
+            t_min = np.inf
+            for i in range(k):
+                if coef[i] > 0.0:
+                    r = p[i] / coef[i]
+                    if r < t_min:
+                        t_min = r
+                        j = i
+            if j < 0:
+                j = 0
+            for i in range(k):
+                p[i] = p[i] - t_min * coef[i]
+            p[j] = 0.0
+            prob += t_min
+            k = _tree_remove_nonpositive(M, N, NZ, nnz, G, B, theta, p, H, k)
+        if n_iter == 0:
+            # Normalise the starting distribution (a single structure).
+            s = 0.0
+            for i in range(k):
+                s += p[i]
+            for i in range(k):
+                p[i] /= s
+    return M, H, theta, p, k, n_iter, gap, converged, True

@@ -361,6 +361,7 @@ class DependencyTree(Structure):
         log_z = matrix_tree_marginals_backward(scores, single_root, d, mu, out)
         from ._nonprojective_backward_fast import (
             backward_sums_vanish,
+            matrix_tree_marginals_rooted_jvp,
             matrix_tree_marginals_rooted_log_jvp,
         )
 
@@ -369,8 +370,12 @@ class DependencyTree(Structure):
             and backward_sums_vanish(out, d, single_root, 1e-11)
         ):
             # The inverse Laplacian cancels: differentiate the subtraction-free
-            # O(n^4) marginals in forward mode instead (stable, see the module).
-            log_z = matrix_tree_marginals_rooted_log_jvp(scores, single_root, d, mu, out)
+            # O(n^4) marginals in forward mode instead (stable, see the module),
+            # in log space if weights would underflow.
+            if _no_underflow(scores):
+                log_z = matrix_tree_marginals_rooted_jvp(scores, single_root, d, mu, out)
+            else:
+                log_z = matrix_tree_marginals_rooted_log_jvp(scores, single_root, d, mu, out)
         _check_marginals_accuracy(mu, log_z, single_root)
         return (out,)
 

@@ -618,17 +618,22 @@ def brute_force_covariance_vjp(scores, single_root, d_mu):
 
 @pytest.fixture
 def fallback_calls(monkeypatch):
-    """Counts the calls of the subtraction-free backward kernel."""
+    """Records the calls of the subtraction-free backward kernels ("lin"/"log")."""
     from sksparse_struct.structures import _nonprojective_backward_fast as mod
 
     calls = []
-    kernel = mod.matrix_tree_marginals_rooted_log_jvp
 
-    def counted(*args):
-        calls.append(1)
-        return kernel(*args)
+    def counting(name, tag):
+        kernel = getattr(mod, name)
 
-    monkeypatch.setattr(mod, "matrix_tree_marginals_rooted_log_jvp", counted)
+        def counted(*args):
+            calls.append(tag)
+            return kernel(*args)
+
+        monkeypatch.setattr(mod, name, counted)
+
+    counting("matrix_tree_marginals_rooted_jvp", "lin")
+    counting("matrix_tree_marginals_rooted_log_jvp", "log")
     return calls
 
 
@@ -656,7 +661,7 @@ def test_backward_unstable_regime_matches_brute_force_covariance(
         np.testing.assert_allclose(
             d, brute_force_covariance_vjp(scores, single_root, d_mu), atol=1e-10
         )
-    assert len(fallback_calls) >= 3
+    assert fallback_calls.count("lin") >= 3
 
 
 @pytest.mark.parametrize("single_root", [True, False])
@@ -675,7 +680,7 @@ def test_backward_extreme_scores_matches_brute_force_covariance(single_root, fal
         np.testing.assert_allclose(
             d, brute_force_covariance_vjp(scores, single_root, d_mu), atol=1e-9
         )
-    assert len(fallback_calls) >= 5
+    assert fallback_calls.count("log") >= 5
 
 
 @pytest.mark.parametrize("single_root", [True, False])
@@ -753,10 +758,12 @@ def test_fallback_backward_kernel_agrees_with_closed_form(single_root):
     # fallback's marginals are those of the log-space forward kernel.
     from sksparse_struct.structures._nonprojective_backward_fast import (
         backward_sums_vanish,
+        matrix_tree_marginals_rooted_jvp,
         matrix_tree_marginals_rooted_log_jvp,
     )
     from sksparse_struct.structures._nonprojective_fast import (
         matrix_tree_marginals_backward,
+        matrix_tree_marginals_rooted,
         matrix_tree_marginals_rooted_log,
     )
 
@@ -773,9 +780,17 @@ def test_fallback_backward_kernel_agrees_with_closed_form(single_root):
         log_z2 = matrix_tree_marginals_rooted_log_jvp(scores, single_root, d_mu, mu2, out2)
         mu3 = np.empty_like(scores)
         log_z3 = matrix_tree_marginals_rooted_log(scores, single_root, mu3)
+        mu4, out4 = np.empty_like(scores), np.empty_like(scores)
+        log_z4 = matrix_tree_marginals_rooted_jvp(scores, single_root, d_mu, mu4, out4)
+        mu5 = np.empty_like(scores)
+        log_z5 = matrix_tree_marginals_rooted(scores, single_root, mu5)
         assert backward_sums_vanish(out, d_mu, single_root, 1e-12)
         assert backward_sums_vanish(out2, d_mu, single_root, 1e-12)
+        assert backward_sums_vanish(out4, d_mu, single_root, 1e-12)
         np.testing.assert_allclose(out2, out, atol=1e-12)
+        np.testing.assert_allclose(out4, out, atol=1e-12)
+        np.testing.assert_array_equal(mu4, mu5)
+        assert log_z4 == log_z5
         np.testing.assert_allclose(mu2, mu, atol=1e-12)
         assert log_z2 == pytest.approx(log_z, abs=1e-11)
         np.testing.assert_array_equal(mu2, mu3)
