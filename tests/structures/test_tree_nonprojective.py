@@ -812,3 +812,26 @@ def test_backward_sums_vanish_detects_errors():
     assert backward_sums_vanish(bad, d_mu, False, 1e-9)
     assert not backward_sums_vanish(bad, d_mu, True, 1e-9)
     assert not backward_sums_vanish(np.full((3, 3), np.nan), d_mu, False, 1e-9)
+
+
+@given(
+    n=st.integers(1, 5),
+    seed=st.integers(0, 2**32 - 1),
+    single_root=st.booleans(),
+    scale=st.sampled_from([1.0, 20.0, 50.0, 1e3, 1e4]),
+    p_forbid=st.sampled_from([0.0, 0.2]),
+)
+def test_backward_is_the_covariance_in_every_regime(n, seed, single_root, scale, p_forbid):
+    # The backward pass is Cov(arc indicators) @ d_mu whatever the scores:
+    # any scale, with or without forbidden arcs, both root modes.
+    rng = np.random.default_rng(seed)
+    scores = random_scores(rng, n, scale=scale, p_forbid=p_forbid)
+    tree = DependencyTree(single_root=single_root)
+    try:
+        tree.marginals(scores)
+    except ValueError:
+        return  # no tree (with one root word) avoids the forbidden arcs
+    d_mu = _arcs_d(rng, np.where(np.isfinite(scores), scores, 0.0))
+    (d,) = tree.marginals_backward(scores, d_mu)
+    ref = brute_force_covariance_vjp(scores, single_root, d_mu)
+    np.testing.assert_allclose(d, ref, atol=1e-9 * max(1.0, np.abs(d_mu).max()))
