@@ -835,3 +835,36 @@ def test_backward_is_the_covariance_in_every_regime(n, seed, single_root, scale,
     (d,) = tree.marginals_backward(scores, d_mu)
     ref = brute_force_covariance_vjp(scores, single_root, d_mu)
     np.testing.assert_allclose(d, ref, atol=1e-9 * max(1.0, np.abs(d_mu).max()))
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_fallback_backward_kernels_agree_on_long_sentences(single_root, fallback_calls):
+    # n = 25 with strong scores, where the closed form is rejected: the
+    # linear- and log-space kernels are computed independently and must
+    # agree, and the derivative of each column sum of the marginals vanishes.
+    from sksparse_struct.structures._nonprojective_backward_fast import (
+        matrix_tree_marginals_rooted_log_jvp,
+    )
+
+    tree = DependencyTree(single_root=single_root)
+    done = 0
+    for seed in range(40):
+        rng = np.random.default_rng(4000 + seed)
+        n = 25
+        scores = rng.normal(size=(n + 1, n + 1)) * 20.0
+        d_mu = _arcs_d(rng, scores)
+        before = len(fallback_calls)
+        (d,) = tree.marginals_backward(scores, d_mu)
+        if len(fallback_calls) == before:
+            continue
+        assert fallback_calls[-1] == "lin"
+        mu_log, d_log = np.empty_like(scores), np.empty_like(scores)
+        matrix_tree_marginals_rooted_log_jvp(scores, single_root, d_mu, mu_log, d_log)
+        np.testing.assert_allclose(d, d_log, atol=1e-11)
+        np.testing.assert_allclose(d[:, 1:].sum(axis=0), 0.0, atol=1e-11)
+        if single_root:
+            assert abs(d[0].sum()) < 1e-11
+        done += 1
+        if done == 3:
+            break
+    assert done == 3
