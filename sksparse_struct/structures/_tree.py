@@ -376,17 +376,23 @@ class DependencyTree(Structure):
             matrix_tree_marginals_rooted_log_jvp,
         )
 
-        if not (
-            _marginals_accurate(mu, log_z, single_root)
-            and backward_sums_vanish(out, d, single_root, 1e-11)
-        ):
+        closed_ok = _marginals_accurate(mu, log_z, single_root)
+        if not (closed_ok and backward_sums_vanish(out, d, single_root, 1e-11)):
             # The inverse Laplacian cancels: differentiate the subtraction-free
             # O(n^4) marginals in forward mode instead (stable, see the module),
             # in log space if weights would underflow.
+            mu2 = np.empty_like(scores)
+            out2 = np.empty_like(scores)
             if _no_underflow(scores):
-                log_z = matrix_tree_marginals_rooted_jvp(scores, single_root, d, mu, out)
+                log_z2 = matrix_tree_marginals_rooted_jvp(scores, single_root, d, mu2, out2)
             else:
-                log_z = matrix_tree_marginals_rooted_log_jvp(scores, single_root, d, mu, out)
+                log_z2 = matrix_tree_marginals_rooted_log_jvp(scores, single_root, d, mu2, out2)
+            # The fallback gives up (NaN) for single-rooted trees when some
+            # word cannot head all others (forbidden arcs); then keep the
+            # closed form if its marginals passed the check :meth:`marginals`
+            # applies (it then returns those same marginals).
+            if not closed_ok or _marginals_accurate(mu2, log_z2, single_root):
+                mu, out, log_z = mu2, out2, log_z2
         _check_marginals_accuracy(mu, log_z, single_root)
         return (out,)
 

@@ -868,3 +868,33 @@ def test_fallback_backward_kernels_agree_on_long_sentences(single_root, fallback
         if done == 3:
             break
     assert done == 3
+
+
+def test_backward_when_the_fallback_degenerates():
+    # Single-rooted trees where some word cannot head all the others: the
+    # subtraction-free kernels give up (NaN), and the backward pass keeps the
+    # closed form, which the marginals accept too; it must still be exact.
+    from sksparse_struct.structures._nonprojective_backward_fast import (
+        matrix_tree_marginals_rooted_jvp,
+    )
+
+    tree = DependencyTree(single_root=True)
+    degenerate = 0
+    for seed in range(150):
+        rng = np.random.default_rng(5000 + seed)
+        n = 3 + seed % 3
+        scores = rng.normal(size=(n + 1, n + 1)) * 20.0
+        scores[rng.random(scores.shape) < 0.3] = -np.inf
+        try:
+            tree.marginals(scores)
+        except ValueError:
+            continue
+        d_mu = _arcs_d(rng, np.where(np.isfinite(scores), scores, 0.0))
+        mu, out = np.empty_like(scores), np.empty_like(scores)
+        if np.isnan(matrix_tree_marginals_rooted_jvp(scores, True, d_mu, mu, out)):
+            degenerate += 1
+        (d,) = tree.marginals_backward(scores, d_mu)
+        np.testing.assert_allclose(
+            d, brute_force_covariance_vjp(scores, True, d_mu), atol=1e-9
+        )
+    assert degenerate >= 3
