@@ -454,13 +454,14 @@ def _solve_active_set_tree(structure, parts, max_iter, tol):
     )
     if not ok:
         raise _no_tree_error(single_root)
-    support = _Support(M.shape[1], 0, kkt=False)
+    # Only what sparsemap reads afterwards; no _Support arrays to allocate.
+    support = _Support.__new__(_Support)
     support.k = k
     support.M = M
     support.N = np.zeros((M.shape[0], 0))
     support.theta = theta
     support.p = p
-    support.values = [H[i].copy() for i in range(k)]
+    support.values = list(H[:k].copy())
     return support, n_iter, gap, converged
 
 
