@@ -4,6 +4,8 @@ import numbers
 
 import numpy as np
 
+from ..utils._validation import as_real_array
+
 from ._base import Parts, Structure
 from ._sequence_fast import first_dead_position, forward_backward, marginals_vjp, viterbi
 
@@ -12,16 +14,7 @@ __all__ = ["Sequence"]
 
 def _as_score_array(x, name, ndim):
     """``x`` as a C-contiguous float64 array of ``ndim`` dimensions, finite or -inf."""
-    try:
-        arr = np.asarray(x)
-    except Exception as exc:  # ragged nested lists and the like
-        raise ValueError(f"{name} could not be converted to an array: {exc}") from exc
-    if arr.dtype == object or not (
-        np.issubdtype(arr.dtype, np.floating)
-        or np.issubdtype(arr.dtype, np.integer)
-        or arr.dtype == bool
-    ):
-        raise ValueError(f"{name} must be an array of real numbers, got dtype {arr.dtype}.")
+    arr = as_real_array(x, name)
     if arr.ndim != ndim:
         raise ValueError(
             f"{name} must have {ndim} dimension(s), got shape {arr.shape}."

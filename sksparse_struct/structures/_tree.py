@@ -14,6 +14,8 @@ There are no higher-order parts.
 
 import numpy as np
 
+from ..utils._validation import as_real_array
+
 from ._base import Parts, Structure
 from ._nonprojective_fast import (
     chu_liu_edmonds,
@@ -52,16 +54,7 @@ def _check_arc_scores(scores, name="scores"):
     Only the used entries (off the diagonal, outside column 0) are checked
     for NaN and ``+inf``; the others are ignored, as documented.
     """
-    try:
-        arr = np.asarray(scores)
-    except Exception as exc:  # ragged nested lists and the like
-        raise ValueError(f"{name} could not be converted to an array: {exc}") from exc
-    if arr.dtype == object or not (
-        np.issubdtype(arr.dtype, np.floating)
-        or np.issubdtype(arr.dtype, np.integer)
-        or arr.dtype == bool
-    ):
-        raise ValueError(f"{name} must be an array of real numbers, got dtype {arr.dtype}.")
+    arr = as_real_array(scores, name)
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
         raise ValueError(
             f"{name} must be a square (n + 1, n + 1) array of arc scores "

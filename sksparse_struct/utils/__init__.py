@@ -2,6 +2,7 @@
 
 from ._numba import njit
 from ._validation import (
+    as_real_array,
     check_backward_inputs,
     as_float_rows,
     check_bounds,
@@ -14,6 +15,7 @@ from ._validation import (
 __all__ = [
     "njit",
     "as_float_rows",
+    "as_real_array",
     "check_backward_inputs",
     "check_bounds",
     "check_positive_scalar",

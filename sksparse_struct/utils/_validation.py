@@ -11,6 +11,7 @@ import numbers
 import numpy as np
 
 __all__ = [
+    "as_real_array",
     "as_float_rows",
     "check_scores",
     "check_bounds",
@@ -19,6 +20,27 @@ __all__ = [
     "check_positive_scalar",
     "restore_shape",
 ]
+
+
+def as_real_array(x, name):
+    """``np.asarray(x)``, raising a clear ValueError unless it holds real numbers.
+
+    Ragged nested lists, strings and objects are rejected with ``name`` in
+    the message; bool, integer and floating dtypes are accepted as they are.
+    """
+    try:
+        arr = np.asarray(x)
+    except Exception as exc:  # ragged nested lists and the like
+        raise ValueError(f"{name} could not be converted to an array: {exc}") from exc
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.floating)
+        or np.issubdtype(arr.dtype, np.integer)
+        or arr.dtype == bool
+    ):
+        raise ValueError(
+            f"{name} must be an array of real numbers, got dtype {arr.dtype}."
+        )
+    return arr
 
 
 def as_float_rows(x, name, allow_empty=False):
@@ -44,18 +66,7 @@ def as_float_rows(x, name, allow_empty=False):
         Whether the input was a single vector; :func:`restore_shape` uses it
         to give the output the shape of the input.
     """
-    try:
-        arr = np.asarray(x)
-    except Exception as exc:  # ragged nested lists and the like
-        raise ValueError(f"{name} could not be converted to an array: {exc}") from exc
-    if arr.dtype == object or not (
-        np.issubdtype(arr.dtype, np.floating)
-        or np.issubdtype(arr.dtype, np.integer)
-        or arr.dtype == bool
-    ):
-        raise ValueError(
-            f"{name} must be an array of real numbers, got dtype {arr.dtype}."
-        )
+    arr = as_real_array(x, name)
     if arr.ndim == 1:
         was_1d = True
         arr = arr[np.newaxis, :]
