@@ -2,9 +2,9 @@
 
 from ._numba import njit
 from ._validation import (
+    as_float_rows,
     as_real_array,
     check_backward_inputs,
-    as_float_rows,
     check_bounds,
     check_positive_scalar,
     check_same_rows,
