@@ -125,17 +125,57 @@ class SparseMAPResult:
         self.probabilities = np.ascontiguousarray(probabilities[order])
         self.vertices_u = np.ascontiguousarray(vertices_u[order])
         self.vertices_v = np.ascontiguousarray(vertices_v[order])
-        self.values = [values[i] for i in order]
-        self.support = list(zip(self.values, self.probabilities.tolist()))
-        self.u = self.probabilities @ self.vertices_u
-        self.v = self.probabilities @ self.vertices_v
-        self.marginals = structure.decode(self.u, self.v, parts)
         self.n_iter = int(n_iter)
         self.gap = float(gap)
         self.objective = float(objective)
         self.converged = bool(converged)
         self.method = method
         self._jacobian = None
+        # values, support, u, v and marginals are derived on first access:
+        # building them all cost more than the compiled solve on small trees,
+        # and callers often read only a few of them.
+        self._raw_values = values
+        self._order = order
+        self._values = None
+        self._support = None
+        self._u = None
+        self._v = None
+        self._marginals = None
+
+    @property
+    def values(self):
+        """The support structures, most probable first (as in ``support``)."""
+        if self._values is None:
+            self._values = [self._raw_values[i] for i in self._order]
+        return self._values
+
+    @property
+    def support(self):
+        """list of (value, float): the support and its probabilities."""
+        if self._support is None:
+            self._support = list(zip(self.values, self.probabilities.tolist()))
+        return self._support
+
+    @property
+    def u(self):
+        """ndarray of shape (n_unary_parts,): ``M_S p``."""
+        if self._u is None:
+            self._u = self.probabilities @ self.vertices_u
+        return self._u
+
+    @property
+    def v(self):
+        """ndarray of shape (n_higher_order_parts,): ``N_S p``."""
+        if self._v is None:
+            self._v = self.probabilities @ self.vertices_v
+        return self._v
+
+    @property
+    def marginals(self):
+        """The posteriors in the structure's marginals layout (decoded once)."""
+        if self._marginals is None:
+            self._marginals = self.structure.decode(self.u, self.v, self.parts)
+        return self._marginals
 
     def __repr__(self):
         return (

@@ -14,7 +14,7 @@ with capacity for one more structure than ``k``.
 
 import numpy as np
 
-from ..structures._nonprojective_fast import chu_liu_edmonds_parts
+from ..structures._nonprojective_fast import chu_liu_edmonds_parts_ws, cle_workspace
 from ..utils._numba import njit
 
 
@@ -272,7 +272,7 @@ def active_set_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
     """The whole active-set solver for non-projective dependency trees.
 
     The compiled twin of ``_solve_active_set`` started from the MAP tree,
-    with ``chu_liu_edmonds_parts`` as the oracle: the same steps in the same
+    with ``chu_liu_edmonds_parts_ws`` as the oracle: the same steps in the same
     order, without a Python round trip per iteration (which cost more than
     the oracle itself for sentences of up to 40 words). Structures are
     identified by their heads (rows of ``H``), equivalent to comparing their
@@ -299,8 +299,12 @@ def active_set_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
     w = np.empty(n_u)
     u = np.zeros(n_u)
     dropped = np.empty(n + 1, dtype=np.int64)
+    # Chu-Liu-Edmonds' work arrays, allocated once for every oracle call.
+    f_mat, i_mat, i_vec, b_vec, f_vec = cle_workspace(n + 1)
     has_dropped = False
-    if not chu_liu_edmonds_parts(eta_u, n, single_root, work, heads, m):
+    if not chu_liu_edmonds_parts_ws(
+        eta_u, n, single_root, work, heads, m, f_mat, i_mat, i_vec, b_vec, f_vec
+    ):
         return M, H, theta, p, 0, 0, np.inf, False, False
     k = 0
     th = masked_dot(eta_u, m) + 0.0
@@ -328,7 +332,9 @@ def active_set_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
             k = _tree_remove_nonpositive(M, N, NZ, nnz, G, B, theta, p, H, k)
             for a in range(n_u):
                 w[a] = eta_u[a] - u[a]
-            chu_liu_edmonds_parts(w, n, single_root, work, heads, m)
+            chu_liu_edmonds_parts_ws(
+                w, n, single_root, work, heads, m, f_mat, i_mat, i_vec, b_vec, f_vec
+            )
             # The same operations, in the same order, as _vertex and
             # _linear_gap (no higher-order parts: their score adds 0.0).
             th = masked_dot(eta_u, m) + 0.0

@@ -54,6 +54,22 @@ def _best_in(P, S, active, v):
 
 
 @njit
+def cle_workspace(N):
+    """Work arrays for :func:`chu_liu_edmonds_ws` on ``N`` nodes (root included).
+
+    Returned as a tuple ``(f_mat, i_mat, i_vec, b_vec, f_vec)`` so that a
+    caller solving many problems of one size (SparseMAP's active set)
+    allocates them once instead of once per oracle call.
+    """
+    f_mat = np.empty((2, N, N))
+    i_mat = np.empty((2, N, N), dtype=np.int64)
+    i_vec = np.empty((7, 2 * N), dtype=np.int64)
+    b_vec = np.empty((3, 2 * N), dtype=np.bool_)
+    f_vec = np.empty((2, N))
+    return f_mat, i_mat, i_vec, b_vec, f_vec
+
+
+@njit
 def chu_liu_edmonds(scores, single_root, heads):
     """Maximum spanning arborescence rooted at 0, written into ``heads``.
 
@@ -69,13 +85,25 @@ def chu_liu_edmonds(scores, single_root, heads):
     Stanojevic & Cohen (2021) with an exact, infinitesimal penalty instead of
     a large constant that would cost floating-point precision.
     """
+    f_mat, i_mat, i_vec, b_vec, f_vec = cle_workspace(scores.shape[0])
+    return chu_liu_edmonds_ws(scores, single_root, heads, f_mat, i_mat, i_vec, b_vec, f_vec)
+
+
+@njit
+def chu_liu_edmonds_ws(scores, single_root, heads, f_mat, i_mat, i_vec, b_vec, f_vec):
+    """:func:`chu_liu_edmonds` with caller-provided work arrays.
+
+    The work arrays come from ``cle_workspace(scores.shape[0])``; their
+    contents on entry do not matter (every one is initialized here), so the
+    result is the same as with fresh arrays.
+    """
     N = scores.shape[0]
-    S = np.empty((N, N))
-    P = np.empty((N, N))
+    S = f_mat[0]
+    P = f_mat[1]
     # orig_h[u, v], orig_m[u, v]: the original arc behind the working arc u -> v
     # between (possibly contracted) slots; needed to expand the tree at the end.
-    orig_h = np.empty((N, N), dtype=np.int64)
-    orig_m = np.empty((N, N), dtype=np.int64)
+    orig_h = i_mat[0]
+    orig_m = i_mat[1]
     root_penalty = -1.0 if single_root else 0.0
     for u in range(N):
         for v in range(N):
@@ -88,27 +116,41 @@ def chu_liu_edmonds(scores, single_root, heads):
                 P[u, v] = root_penalty if u == 0 else 0.0
             orig_h[u, v] = u
             orig_m[u, v] = v
-    active = np.ones(N, dtype=np.bool_)
-    slot_node = np.arange(N)
+    active = b_vec[0, :N]
+    slot_node = i_vec[3, :N]
+    for v in range(N):
+        active[v] = True
+        slot_node[v] = v
     # Contraction forest over node ids: 0..N-1 are the words, later ids are
     # contracted cycles. in_h/in_m: the original arc entering each node when it
     # was contracted (its cycle arc) or at the end (top-level nodes).
     max_nodes = 2 * N
-    parent = np.full(max_nodes, -1, dtype=np.int64)
-    in_h = np.full(max_nodes, -1, dtype=np.int64)
-    in_m = np.full(max_nodes, -1, dtype=np.int64)
-    best_in = np.full(N, -1, dtype=np.int64)
+    parent = i_vec[0, :max_nodes]
+    in_h = i_vec[1, :max_nodes]
+    in_m = i_vec[2, :max_nodes]
+    for x in range(max_nodes):
+        parent[x] = -1
+        in_h[x] = -1
+        in_m[x] = -1
+    best_in = i_vec[4, :N]
+    for v in range(N):
+        best_in[v] = -1
     for v in range(1, N):
         b = _best_in(P, S, active, v)
         if b < 0:
             return False
         best_in[v] = b
     next_id = N
-    stamp = np.zeros(N, dtype=np.int64)
-    in_cycle = np.zeros(N, dtype=np.bool_)
-    w_in = np.zeros(N)
-    p_in = np.zeros(N)
-    members = np.empty(N, dtype=np.int64)
+    stamp = i_vec[5, :N]
+    in_cycle = b_vec[1, :N]
+    w_in = f_vec[0, :N]
+    p_in = f_vec[1, :N]
+    members = i_vec[6, :N]
+    for v in range(N):
+        stamp[v] = 0
+        in_cycle[v] = False
+        w_in[v] = 0.0
+        p_in[v] = 0.0
     heads[0] = -1
 
     while True:
@@ -223,7 +265,9 @@ def chu_liu_edmonds(scores, single_root, heads):
     # overrides the cycle arcs of every node on the path from that word up to
     # the node; the other cycle members keep their cycle arcs. Parents have
     # larger ids than their children, so a descending sweep sees them first.
-    removed = np.zeros(next_id, dtype=np.bool_)
+    removed = b_vec[2, :next_id]
+    for x in range(next_id):
+        removed[x] = False
     for node in range(next_id - 1, 0, -1):
         if removed[node]:
             continue
@@ -664,6 +708,17 @@ def chu_liu_edmonds_parts(eta_u, n, single_root, scores, heads, m_out):
     gather in NumPy, which dominated SparseMAP's iterations. Returns False
     when no tree of finite score exists.
     """
+    f_mat, i_mat, i_vec, b_vec, f_vec = cle_workspace(n + 1)
+    return chu_liu_edmonds_parts_ws(
+        eta_u, n, single_root, scores, heads, m_out, f_mat, i_mat, i_vec, b_vec, f_vec
+    )
+
+
+@njit
+def chu_liu_edmonds_parts_ws(
+    eta_u, n, single_root, scores, heads, m_out, f_mat, i_mat, i_vec, b_vec, f_vec
+):
+    """:func:`chu_liu_edmonds_parts` with the work arrays of ``cle_workspace(n + 1)``."""
     for h in range(n + 1):
         scores[h, 0] = -np.inf
     for mod in range(1, n + 1):
@@ -675,7 +730,7 @@ def chu_liu_edmonds_parts(eta_u, n, single_root, scores, heads, m_out):
                 scores[h, mod] = eta_u[base + h - 1]
             else:
                 scores[h, mod] = -np.inf
-    if not chu_liu_edmonds(scores, single_root, heads):
+    if not chu_liu_edmonds_ws(scores, single_root, heads, f_mat, i_mat, i_vec, b_vec, f_vec):
         return False
     for a in range(n * n):
         m_out[a] = 0.0
