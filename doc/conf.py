@@ -93,3 +93,9 @@ def _check_api_listing(app):
 
 def setup(app):
     app.connect("builder-inited", _check_api_listing)
+
+# numpydoc turns the names in an "Attributes" section into cross-references;
+# a name such as ``marginals`` is also a method of every structure, which
+# makes the reference ambiguous (Sphinx's "more than one target" warning).
+# The attribute is documented where it stands, so that warning is noise.
+suppress_warnings = ["ref.python"]
