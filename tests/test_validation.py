@@ -109,3 +109,15 @@ def test_check_scores_allow_all_masked():
     z[1, 2] = np.nan
     with pytest.raises(ValueError, match=r"NaN \(row 1, position 2\)"):
         check_scores(z, allow_all_masked=True)
+
+
+def test_check_simplex_rows():
+    from sksparse_struct.utils import check_simplex_rows
+
+    check_simplex_rows(np.array([[0.25, 0.75], [1.0, 0.0]]), "y")
+    with pytest.raises(ValueError, match=r"y must be finite; row 1, position 0"):
+        check_simplex_rows(np.array([[0.5, 0.5], [np.nan, 1.0]]), "y")
+    with pytest.raises(ValueError, match=r"non-negative entries; row 0, position 1"):
+        check_simplex_rows(np.array([[1.5, -0.5]]), "y")
+    with pytest.raises(ValueError, match=r"row 1 of y sums to 0.9, not 1"):
+        check_simplex_rows(np.array([[0.5, 0.5], [0.4, 0.5]]), "y")

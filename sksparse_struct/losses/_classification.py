@@ -26,7 +26,7 @@ from ..mappings import (
     sparsemax,
     sparsemax_backward,
 )
-from ..utils._validation import check_positive_scalar, check_scores
+from ..utils._validation import check_positive_scalar, check_scores, check_simplex_rows
 
 __all__ = [
     "LOSS_NAMES",
@@ -105,24 +105,7 @@ def _check_targets(y, theta_rows, was_1d):
             raise ValueError(
                 f"y has {targets.shape[0]} rows but scores has {n_rows} rows."
             )
-        finite = np.isfinite(targets)
-        if not finite.all():
-            r, c = np.argwhere(~finite)[0]
-            raise ValueError(f"y must be finite; row {r}, position {c} is {targets[r, c]}.")
-        if (targets < 0).any():
-            r, c = np.argwhere(targets < 0)[0]
-            raise ValueError(
-                f"y rows must be probability distributions; row {r}, position "
-                f"{c} is negative ({targets[r, c]})."
-            )
-        sums = targets.sum(axis=1)
-        off = np.abs(sums - 1.0) > _SIMPLEX_ATOL
-        if off.any():
-            r = int(np.flatnonzero(off)[0])
-            raise ValueError(
-                f"y rows must be probability distributions; row {r} sums to "
-                f"{sums[r]:.9g}, not 1."
-            )
+        check_simplex_rows(targets, "y", atol=_SIMPLEX_ATOL)
         return targets
     expected = "a class index" if was_1d else f"{n_rows} class indices"
     raise ValueError(

@@ -15,6 +15,7 @@ import numpy as np
 from ..utils._validation import (
     as_float_rows,
     check_positive_scalar,
+    check_simplex_rows,
     check_scores,
 )
 from ._entmax_fast import entmax15_rows
@@ -218,21 +219,5 @@ def regularizer(p, /, mapping="sparsemax", temperature=1.0, **params):
     _, omega = _lookup(mapping)
     temperature = check_positive_scalar(temperature, "temperature")
     p_rows, was_1d = as_float_rows(p, "p")
-    if not np.isfinite(p_rows).all():
-        r, c = np.argwhere(~np.isfinite(p_rows))[0]
-        raise ValueError(f"p must be finite; row {r}, position {c} is {p_rows[r, c]}.")
-    if (p_rows < 0).any():
-        r, c = np.argwhere(p_rows < 0)[0]
-        raise ValueError(
-            f"p must be non-negative (a point of the simplex); row {r}, "
-            f"position {c} is {p_rows[r, c]}."
-        )
-    sums = p_rows.sum(axis=1)
-    off = np.abs(sums - 1.0) > _SIMPLEX_ATOL
-    if off.any():
-        r = int(np.flatnonzero(off)[0])
-        raise ValueError(
-            f"row {r} of p sums to {sums[r]:.9g}, not 1: Omega is only defined "
-            "on the probability simplex."
-        )
+    check_simplex_rows(p_rows, "p", atol=_SIMPLEX_ATOL)
     return _restore_values(temperature * omega(p_rows, params), was_1d)

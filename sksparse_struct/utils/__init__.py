@@ -9,6 +9,7 @@ from ._validation import (
     check_positive_scalar,
     check_same_rows,
     check_scores,
+    check_simplex_rows,
     restore_shape,
 )
 
@@ -21,5 +22,6 @@ __all__ = [
     "check_positive_scalar",
     "check_same_rows",
     "check_scores",
+    "check_simplex_rows",
     "restore_shape",
 ]

@@ -17,6 +17,7 @@ __all__ = [
     "check_bounds",
     "check_same_rows",
     "check_backward_inputs",
+    "check_simplex_rows",
     "check_positive_scalar",
     "restore_shape",
 ]
@@ -217,6 +218,32 @@ def check_backward_inputs(p, dp, name="p"):
     dp_rows, _ = check_scores(dp, "dp", allow_neg_inf=False)
     check_same_rows(p_rows, dp_rows, name, "dp")
     return p_rows, dp_rows, was_1d
+
+
+def check_simplex_rows(rows, name, atol=1e-6):
+    """Raise unless every row of a 2-D float array is a probability distribution.
+
+    Entries must be finite and non-negative and each row must sum to 1
+    within ``atol``; the message names the row (and position).
+    """
+    finite = np.isfinite(rows)
+    if not finite.all():
+        r, c = _first_bad(~finite)
+        raise ValueError(f"{name} must be finite; row {r}, position {c} is {rows[r, c]}.")
+    if (rows < 0).any():
+        r, c = _first_bad(rows < 0)
+        raise ValueError(
+            f"{name} rows must be probability distributions, with non-negative "
+            f"entries; row {r}, position {c} is negative ({rows[r, c]})."
+        )
+    sums = rows.sum(axis=1)
+    off = np.abs(sums - 1.0) > atol
+    if off.any():
+        r = int(np.flatnonzero(off)[0])
+        raise ValueError(
+            f"{name} rows must be probability distributions; row {r} of {name} "
+            f"sums to {sums[r]:.9g}, not 1."
+        )
 
 
 def check_positive_scalar(value, name, allow_zero=False):
