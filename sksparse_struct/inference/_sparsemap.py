@@ -17,10 +17,12 @@ matrix of eq. 4.9 and updates it in ``O(k^2)`` (``k`` = support size) when a
 structure enters or leaves the support; that bookkeeping and the relaxed solve
 run in the compiled kernels of ``_sparsemap_fast``, so each iteration costs one
 oracle call plus two kernel calls. For non-projective
-:class:`~sksparse_struct.structures.DependencyTree` (no warm start) the whole
-active-set loop runs in one compiled call (``active_set_tree``, with
-Chu-Liu-Edmonds as the oracle), taking the same steps as the Python loop and
-giving bit-identical results; the Python loop stays the generic reference.
+:class:`~sksparse_struct.structures.DependencyTree` and for
+:class:`~sksparse_struct.structures.Sequence` (no warm start) the whole
+active-set loop runs in one compiled call (``active_set_tree`` with
+Chu-Liu-Edmonds, ``active_set_sequence`` with Viterbi as the oracle), taking
+the same steps as the Python loop and giving bit-identical results; the
+Python loop stays the generic reference.
 The conditional-gradient variants (App. B.1) are slower references, in NumPy.
 """
 
@@ -31,9 +33,11 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..structures._base import Structure
+from ..structures._sequence import Sequence
 from ..structures._tree import DependencyTree, _no_tree_error
 from ..utils._validation import check_positive_scalar
 from ._sparsemap_fast import (
+    active_set_sequence,
     active_set_tree,
     kkt_delete,
     kkt_insert,
@@ -392,12 +396,16 @@ def _initial_vertices(structure, parts, init):
         value, m, n = structure.oracle(parts, parts.eta_u, parts.eta_v)
         vert = _vertex(parts, value, m, n)
         if not np.isfinite(vert[4]):
-            raise ValueError(
-                f"every structure of {structure!r} uses a forbidden (-inf) part: "
-                "there is nothing to put probability on."
-            )
+            raise _all_forbidden_error(structure)
         start = [(vert, 1.0)]
     return start
+
+
+def _all_forbidden_error(structure):
+    return ValueError(
+        f"every structure of {structure!r} uses a forbidden (-inf) part: "
+        "there is nothing to put probability on."
+    )
 
 
 def _linear_gap(structure, parts, support, u):
@@ -489,20 +497,44 @@ def _solve_active_set_tree(structure, parts, max_iter, tol):
     more than the Chu-Liu-Edmonds oracle on trees of tens of words.
     """
     single_root = structure._options()[1]
-    M, H, theta, p, k, n_iter, gap, converged, ok = active_set_tree(
+    M, H, theta, p, k, n_iter, gap, converged, status = active_set_tree(
         parts.eta_u, parts.context, single_root, max_iter, tol, _DEPENDENT_TOL
     )
-    if not ok:
+    if status == 1:
         raise _no_tree_error(single_root)
-    # Only what sparsemap reads afterwards; no _Support arrays to allocate.
+    if status == 2:
+        raise _all_forbidden_error(structure)
+    support = _compiled_support(M, np.zeros((M.shape[0], 0)), H, theta, p, k)
+    return support, n_iter, gap, converged
+
+
+def _solve_active_set_sequence(structure, parts, max_iter, tol):
+    """``_solve_active_set`` from the MAP, compiled whole for :class:`Sequence`.
+
+    Same steps and stopping rules as the generic loop, with Viterbi as the
+    oracle (``active_set_sequence``).
+    """
+    unary, trans = structure._kernel_inputs(parts, parts.eta_u, parts.eta_v)
+    M, N, Y, theta, p, k, n_iter, gap, converged, status = active_set_sequence(
+        unary, trans, max_iter, tol, _DEPENDENT_TOL
+    )
+    if status == 1:
+        structure._raise_infeasible(unary, trans)
+    if status == 2:
+        raise _all_forbidden_error(structure)
+    return _compiled_support(M, N, Y, theta, p, k), n_iter, gap, converged
+
+
+def _compiled_support(M, N, values, theta, p, k):
+    """A ``_Support`` holding only what sparsemap reads after a compiled solve."""
     support = _Support.__new__(_Support)
     support.k = k
     support.M = M
-    support.N = np.zeros((M.shape[0], 0))
+    support.N = N
     support.theta = theta
     support.p = p
-    support.values = list(H[:k].copy())
-    return support, n_iter, gap, converged
+    support.values = list(values[:k].copy())
+    return support
 
 
 def _fast_tree(structure, method, init):
@@ -512,6 +544,10 @@ def _fast_tree(structure, method, init):
         and type(structure) is DependencyTree
         and not structure._options()[0]
     )
+
+
+def _fast_sequence(structure, method, init):
+    return method == "active_set" and init is None and type(structure) is Sequence
 
 
 def _solve_conditional_gradient(structure, parts, start, max_iter, tol, variant):
@@ -660,6 +696,10 @@ default="active_set"
     parts = structure.encode(*potentials)
     if _fast_tree(structure, method, init):
         support, n_iter, gap, converged = _solve_active_set_tree(
+            structure, parts, max_iter, tol
+        )
+    elif _fast_sequence(structure, method, init):
+        support, n_iter, gap, converged = _solve_active_set_sequence(
             structure, parts, max_iter, tol
         )
     elif method == "active_set":

@@ -15,6 +15,7 @@ with capacity for one more structure than ``k``.
 import numpy as np
 
 from ..structures._nonprojective_fast import chu_liu_edmonds_parts_ws, cle_workspace
+from ..structures._sequence_fast import viterbi
 from ..utils._numba import njit
 
 
@@ -240,8 +241,15 @@ def _grow_square(A, cap):
     return out
 
 
+# Structure kinds of the shared active-set loop. The loop branches on them
+# with plain ``if``s: jitted oracles are never passed as arguments (that
+# would defeat numba's on-disk cache, see DESIGN.md).
+_TREE = 0
+_SEQUENCE = 1
+
+
 @njit
-def _tree_remove(M, N, NZ, nnz, G, B, theta, p, H, k, j):
+def _remove(M, N, NZ, nnz, G, B, theta, p, H, k, j):
     kkt_delete(M, N, NZ, nnz, G, B, theta, p, k, j)
     last = k - 1
     if j != last:
@@ -251,39 +259,90 @@ def _tree_remove(M, N, NZ, nnz, G, B, theta, p, H, k, j):
 
 
 @njit
-def _tree_remove_nonpositive(M, N, NZ, nnz, G, B, theta, p, H, k):
+def _remove_nonpositive(M, N, NZ, nnz, G, B, theta, p, H, k):
     # Same order as the Python loop: highest index first.
     for j in range(k - 1, -1, -1):
         if p[j] <= 0.0:
-            k = _tree_remove(M, N, NZ, nnz, G, B, theta, p, H, k, j)
+            k = _remove(M, N, NZ, nnz, G, B, theta, p, H, k, j)
     return k
 
 
 @njit
-def _same_heads(H, i, heads):
-    for t in range(heads.shape[0]):
-        if H[i, t] != heads[t]:
+def _same_row(H, i, row):
+    for t in range(row.shape[0]):
+        if H[i, t] != row[t]:
             return False
     return True
 
 
 @njit
-def active_set_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
-    """The whole active-set solver for non-projective dependency trees.
+def _sequence_oracle(scores, trans, n, K, labels_out, m, nv):
+    """Viterbi on the flat unary ``scores``; labels and indicators written out.
 
-    The compiled twin of ``_solve_active_set`` started from the MAP tree,
-    with ``chu_liu_edmonds_parts_ws`` as the oracle: the same steps in the same
-    order, without a Python round trip per iteration (which cost more than
-    the oracle itself for sentences of up to 40 words). Structures are
-    identified by their heads (rows of ``H``), equivalent to comparing their
-    indicator vectors. Returns the support arrays (``M, H, theta, p`` with
-    ``k`` rows in use), ``n_iter``, the gap, whether it converged, and
-    whether a tree of finite score exists at all.
+    ``m`` (one-hot labels, ``n * K``) and ``nv`` (transition counts,
+    ``K * K``) are those of ``Sequence.indicators``. Returns False when no
+    sequence has a finite score (the outputs are then unchanged).
     """
-    n_u = n * n
+    labels, best = viterbi(scores.reshape(n, K), trans)
+    if best == -np.inf:
+        return False
+    for a in range(m.shape[0]):
+        m[a] = 0.0
+    for a in range(nv.shape[0]):
+        nv[a] = 0.0
+    for i in range(n):
+        labels_out[i] = labels[i]
+        m[i * K + labels[i]] = 1.0
+    for i in range(1, n):
+        nv[labels[i - 1] * K + labels[i]] += 1.0
+    return True
+
+
+@njit
+def _oracle(kind, scores, eta_v, n, K, single_root, row, m, nv, work, f_mat, i_mat, i_vec,
+            b_vec, f_vec):
+    """The MAP oracle of structure ``kind`` on unary scores ``scores``.
+
+    Writes the structure's identifying row (tree: heads; sequence: labels)
+    and its indicators ``m``, ``nv``; returns False if no structure of
+    finite score exists.
+    """
+    if kind == _TREE:
+        return chu_liu_edmonds_parts_ws(
+            scores, n, single_root, work, row, m, f_mat, i_mat, i_vec, b_vec, f_vec
+        )
+    return _sequence_oracle(scores, eta_v.reshape(K, K), n, K, row, m, nv)
+
+
+@njit
+def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_tol):
+    """The whole active-set solver (thesis Alg. 1) for one structure ``kind``.
+
+    The compiled twin of ``_solve_active_set`` started from the MAP: the
+    same steps in the same order, without a Python round trip per iteration
+    (which costs more than the oracle itself on sentences of tens of words).
+    ``kind`` is ``_TREE`` (non-projective trees on ``n`` words,
+    Chu-Liu-Edmonds; ``eta_v`` empty, ``K`` unused) or ``_SEQUENCE`` (chains
+    of ``n`` positions and ``K`` labels, Viterbi; ``eta_v`` the flat
+    transitions). Structures are identified by their rows in ``H`` (heads
+    or labels), equivalent to comparing their indicator vectors.
+
+    Returns the support arrays (``M, N, H, theta, p`` with ``k`` rows in
+    use), ``n_iter``, the gap, whether it converged, and a status: 0 solved,
+    1 no structure has a finite score, 2 the MAP structure's score is not
+    finite (the sum overflows).
+    """
+    n_u = eta_u.shape[0]
+    n_v = eta_v.shape[0]
+    if kind == _TREE:
+        n_row = n + 1
+        n_cle = n + 1
+    else:
+        n_row = n
+        n_cle = 0
     cap = 16
     M = np.zeros((cap, n_u))
-    N = np.zeros((cap, 0))
+    N = np.zeros((cap, n_v))
     NZ = np.zeros((cap, n_u), dtype=np.int64)
     nnz = np.zeros(cap, dtype=np.int64)
     G = np.zeros((cap, cap))
@@ -291,23 +350,26 @@ def active_set_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
     theta = np.zeros(cap)
     p = np.zeros(cap)
     coef = np.zeros(cap)
-    H = np.zeros((cap, n + 1), dtype=np.int64)
-    work = np.empty((n + 1, n + 1))
-    heads = np.empty(n + 1, dtype=np.int64)
-    m = np.empty(n_u)
-    nv = np.zeros(0)
+    H = np.zeros((cap, n_row), dtype=np.int64)
+    row = np.zeros(n_row, dtype=np.int64)
+    m = np.zeros(n_u)
+    nv = np.zeros(n_v)
     w = np.empty(n_u)
     u = np.zeros(n_u)
-    dropped = np.empty(n + 1, dtype=np.int64)
-    # Chu-Liu-Edmonds' work arrays, allocated once for every oracle call.
-    f_mat, i_mat, i_vec, b_vec, f_vec = cle_workspace(n + 1)
+    dropped = np.empty(n_row, dtype=np.int64)
+    # Chu-Liu-Edmonds' work arrays (empty for sequences), allocated once for
+    # every oracle call.
+    work = np.empty((n_cle, n_cle))
+    f_mat, i_mat, i_vec, b_vec, f_vec = cle_workspace(n_cle)
     has_dropped = False
-    if not chu_liu_edmonds_parts_ws(
-        eta_u, n, single_root, work, heads, m, f_mat, i_mat, i_vec, b_vec, f_vec
-    ):
-        return M, H, theta, p, 0, 0, np.inf, False, False
+    if not _oracle(kind, eta_u, eta_v, n, K, single_root, row, m, nv, work, f_mat, i_mat,
+                   i_vec, b_vec, f_vec):
+        return M, N, H, theta, p, 0, 0, np.inf, False, 1
     k = 0
-    th = masked_dot(eta_u, m) + 0.0
+    # As _vertex: unary then higher-order parts, never 0 * -inf.
+    th = masked_dot(eta_u, m) + masked_dot(eta_v, nv)
+    if not np.isfinite(th):
+        return M, N, H, theta, p, 0, 0, np.inf, False, 2
     prob = 1.0
     gap = np.inf
     converged = False
@@ -322,22 +384,23 @@ def active_set_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
             blocking, gamma = relaxed_step(M, NZ, nnz, G, B, theta, p, k, u)
             if blocking >= 0:
                 if gamma == 0.0:
-                    for t in range(n + 1):
+                    for t in range(n_row):
                         dropped[t] = H[blocking, t]
                     has_dropped = True
                 else:
                     has_dropped = False
-                k = _tree_remove_nonpositive(M, N, NZ, nnz, G, B, theta, p, H, k)
+                k = _remove_nonpositive(M, N, NZ, nnz, G, B, theta, p, H, k)
                 continue
-            k = _tree_remove_nonpositive(M, N, NZ, nnz, G, B, theta, p, H, k)
+            k = _remove_nonpositive(M, N, NZ, nnz, G, B, theta, p, H, k)
             for a in range(n_u):
                 w[a] = eta_u[a] - u[a]
-            chu_liu_edmonds_parts_ws(
-                w, n, single_root, work, heads, m, f_mat, i_mat, i_vec, b_vec, f_vec
-            )
+            if not _oracle(kind, w, eta_v, n, K, single_root, row, m, nv, work, f_mat,
+                           i_mat, i_vec, b_vec, f_vec):
+                # Only if sums of huge scores overflow; the generic loop raises.
+                return M, N, H, theta, p, k, n_iter, gap, False, 1
             # The same operations, in the same order, as _vertex and
-            # _linear_gap (no higher-order parts: their score adds 0.0).
-            th = masked_dot(eta_u, m) + 0.0
+            # _linear_gap.
+            th = masked_dot(eta_u, m) + masked_dot(eta_v, nv)
             tp, uu = support_terms(theta, p, k, u)
             current = tp - uu
             score = th - masked_dot(m, u)
@@ -346,11 +409,11 @@ def active_set_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
             if gap <= tol * max(1.0, abs(objective)):
                 converged = True
                 break
-            present = has_dropped and _same_heads(dropped.reshape(1, n + 1), 0, heads)
+            present = has_dropped and _same_row(dropped.reshape(1, n_row), 0, row)
             for i in range(k):
                 if present:
                     break
-                present = _same_heads(H, i, heads)
+                present = _same_row(H, i, row)
             if present:
                 # Already in (or just dropped from) the support: the gap is
                 # rounding noise, nothing left to add.
@@ -374,8 +437,8 @@ def active_set_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
                 G = _grow_square(G, cap)
                 B = _grow_square(B, cap + 1)
             if kkt_insert(M, N, NZ, nnz, G, B, theta, p, k, m, nv, th, prob, dep_tol, coef):
-                for t in range(n + 1):
-                    H[k, t] = heads[t]
+                for t in range(n_row):
+                    H[k, t] = row[t]
                 k += 1
                 break
             j = -1
@@ -392,7 +455,7 @@ def active_set_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
                 p[i] = p[i] - t_min * coef[i]
             p[j] = 0.0
             prob += t_min
-            k = _tree_remove_nonpositive(M, N, NZ, nnz, G, B, theta, p, H, k)
+            k = _remove_nonpositive(M, N, NZ, nnz, G, B, theta, p, H, k)
         if n_iter == 0:
             # Normalise the starting distribution (a single structure).
             s = 0.0
@@ -400,4 +463,78 @@ def active_set_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
                 s += p[i]
             for i in range(k):
                 p[i] /= s
-    return M, H, theta, p, k, n_iter, gap, converged, True
+    return M, N, H, theta, p, k, n_iter, gap, converged, 0
+
+
+@njit
+def active_set_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
+    """The whole active-set solver for non-projective dependency trees.
+
+    ``_active_set_loop`` with Chu-Liu-Edmonds as the oracle (``eta_u`` the
+    flat arc scores of ``n`` words). Returns the support (``M`` unary
+    indicator rows, ``H`` head rows, ``theta``, ``p``, with ``k`` rows in
+    use), ``n_iter``, the gap, whether it converged, and the status of
+    ``_active_set_loop`` (1: no tree of finite score exists).
+    """
+    M, N, H, theta, p, k, n_iter, gap, converged, status = _active_set_loop(
+        _TREE, eta_u, np.zeros(0), n, 0, single_root, max_iter, tol, dep_tol
+    )
+    return M, H, theta, p, k, n_iter, gap, converged, status
+
+
+@njit
+def active_set_sequence(unary_eta, trans, max_iter, tol, dep_tol):
+    """The whole active-set solver for linear chains (``Sequence``).
+
+    ``unary_eta`` is the ``(n, K)`` unary scores with the start and end
+    scores already added to the first and last rows, ``trans`` the ``(K,
+    K)`` transitions (``-inf`` forbids a part); the oracle is ``viterbi``.
+    Returns the support (``M`` one-hot rows, ``N`` transition-count rows,
+    ``Y`` label rows, ``theta``, ``p``, with ``k`` rows in use),
+    ``n_iter``, the gap, whether it converged, and the status of
+    ``_active_set_loop`` (0 solved, 1 no sequence of finite score, 2 the
+    MAP score overflows).
+    """
+    n, K = unary_eta.shape
+    return _active_set_loop(
+        _SEQUENCE, unary_eta.reshape(n * K), trans.reshape(K * K), n, K, False,
+        max_iter, tol, dep_tol,
+    )
+
+
+@njit
+def sparsemap_sequence_parts(unary_eta, trans, max_iter, tol, dep_tol, mu_out, xi_out):
+    """SparseMAP posteriors of one chain, for a loss summed over many chains.
+
+    Runs :func:`active_set_sequence`, overwrites ``mu_out`` (``n x K``) with
+    the unary posteriors ``sum_i p_i onehot(y_i)`` and *adds* the expected
+    transition counts ``sum_i p_i counts(y_i)`` to ``xi_out`` (``K x K``), so
+    that one ``xi_out`` can collect a whole batch. Returns ``sum_i p_i
+    theta_i`` (equal to ``<unary_eta, mu> + <trans, xi>``) and ``||mu||^2``,
+    the terms of the SparseMAP objective ``max_mu <eta, mu> - ||mu_u||^2 /
+    2``, then ``n_iter``, whether the solver converged and whether a
+    sequence of finite score exists (if not, ``mu_out`` is zero, ``xi_out``
+    unchanged and the two terms are ``-inf`` and 0).
+    """
+    M, N, Y, theta, p, k, n_iter, gap, converged, status = active_set_sequence(
+        unary_eta, trans, max_iter, tol, dep_tol
+    )
+    n, K = unary_eta.shape
+    for i in range(n):
+        for a in range(K):
+            mu_out[i, a] = 0.0
+    if status != 0:
+        return -np.inf, 0.0, n_iter, False, False
+    tp = 0.0
+    for s in range(k):
+        ps = p[s]
+        tp += theta[s] * ps
+        for i in range(n):
+            mu_out[i, Y[s, i]] += ps
+        for i in range(1, n):
+            xi_out[Y[s, i - 1], Y[s, i]] += ps
+    mm = 0.0
+    for i in range(n):
+        for a in range(K):
+            mm += mu_out[i, a] * mu_out[i, a]
+    return tp, mm, n_iter, converged, True
