@@ -302,7 +302,9 @@ class _Objective:
     """Calls ``fun``, checks what it returns, copies the gradient into a buffer.
 
     The gradient is always copied, so ``fun`` may return a fresh array or the
-    same buffer every time. ``fun`` receives a read-only view of the point.
+    same buffer every time. ``fun`` receives the solver's own buffer, left
+    writeable so that compiled kernels see the usual array type (numba
+    compiles read-only arrays as a separate type).
     """
 
     def __init__(self, fun, n, region, c1):
@@ -313,9 +315,7 @@ class _Objective:
         self.n_evals = 0
 
     def __call__(self, x, g_out, where):
-        view = x.view()
-        view.flags.writeable = False
-        out = self.fun(view)
+        out = self.fun(x)
         self.n_evals += 1
         try:
             f, g = out
@@ -606,9 +606,10 @@ def minimize_lbfgs(
     ----------
     fun : callable
         ``fun(x) -> (f, g)``: value and gradient of the smooth part (an L2
-        penalty belongs here). ``x`` is a read-only view of a buffer that
-        the solver reuses: copy it if you keep it. ``g`` is copied, so it
-        may be a fresh array or a buffer reused by ``fun``.
+        penalty belongs here). ``x`` is a C-contiguous float64 buffer that
+        the solver reuses: ``fun`` must not modify it, and must copy it to
+        keep it. ``g`` is copied, so it may be a fresh array or a buffer
+        reused by ``fun``.
     x0 : array-like of shape (n,)
         Starting point; not modified.
     c1 : float, default=0.0
@@ -638,7 +639,7 @@ def minimize_lbfgs(
         conditions hold. More-Thuente cannot be used with ``c1 > 0``.
     callback : callable, default=None
         Called after every iteration as ``callback(info)`` with an
-        :class:`LBFGSIteration`; returning True stops the run.
+        :class:`LBFGSIteration`; returning a true value stops the run.
 
     Returns
     -------
@@ -789,7 +790,7 @@ def minimize_lbfgs(
                 n_evals=objective.n_evals,
                 elapsed=time.perf_counter() - start_time,
             )
-            if callback(info) is True:
+            if callback(info):
                 return result(False, f"stopped by the callback at iteration {k}", k)
 
         if g_norm <= epsilon * max(1.0, x_norm):

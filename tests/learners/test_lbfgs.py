@@ -420,19 +420,19 @@ def test_line_search_failure_returns_best_point():
 # ---------------------------------------------------------------------------
 
 
-def test_x0_not_modified_and_x_read_only():
+def test_x0_not_modified_and_x_is_a_contiguous_float_vector():
     fun, _ = make_logistic()
     x0 = np.zeros(25)
-    flags = []
+    seen = []
 
     def wrapped(x):
-        flags.append(x.flags.writeable)
+        seen.append((x.dtype, x.shape, x.flags.c_contiguous, np.shares_memory(x, x0)))
         return fun(x)
 
     res = minimize_lbfgs(wrapped, x0, max_iter=5)
     np.testing.assert_array_equal(x0, 0.0)
-    assert not any(flags)
-    assert res.x is not x0
+    assert set(seen) == {(np.dtype(np.float64), (25,), True, False)}
+    assert not np.shares_memory(res.x, x0)
 
 
 def test_fun_reusing_its_gradient_buffer():
