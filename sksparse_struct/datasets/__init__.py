@@ -1,10 +1,11 @@
-"""Bundled sample data and their loaders.
+"""Readers for CoNLL files, bundled sample data and their loaders.
 
 The package ships a small slice of the Universal Dependencies English Web
 Treebank (CC BY-SA 4.0; see ``data/EWT_SAMPLE_LICENSE.txt``) so that examples
 and smoke tests run without downloading anything.
 """
 
+from ._conll import read_conll
 from ._samples import load_ewt_sample
 
-__all__ = ["load_ewt_sample"]
+__all__ = ["load_ewt_sample", "read_conll"]

@@ -1,0 +1,365 @@
+"""Readers for CoNLL column files and CoNLL-U, as (X, y) for sequence taggers.
+
+``read_conll`` turns a file into a list of sentences, each a list of token
+dicts over the non-label columns (the form ``TokenFeatures`` consumes), and
+the list of label sequences. Malformed input raises ``ValueError`` naming
+the file and the line.
+"""
+
+import gzip
+import os
+import re
+
+from ._conllu import parse_conllu
+
+__all__ = ["read_conll"]
+
+# The token fields read_conll offers from a CoNLL-U file, in this order;
+# "word" is the FORM column, named as in the column files.
+CONLLU_FIELDS = ("word", "lemma", "upos", "xpos", "feats")
+CONLLU_LABELS = ("upos", "xpos", "lemma")
+_FORMATS = ("auto", "conll", "conllu")
+_DOCSTART = "-DOCSTART-"
+# Columns are separated by ASCII whitespace only; str.split() also splits at
+# these characters (no-break space, line separators, ...), which may occur
+# inside tokens. Texts holding any of them are split with the regex.
+_OTHER_SPACES = ("\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004"
+                 "\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+_OTHER_SPACE = re.compile(f"[{_OTHER_SPACES}]")
+_ASCII_SPACES = " \t\n\r\f\v"
+_ASCII_SPACE = re.compile(r"[ \t\n\r\f\v]+")
+# One or more blank (or whitespace-only) lines between two sentences.
+_BLANK_LINES = re.compile(r"\n(?:[ \t\r\f\v]*\n)+")
+# A line whose first field is the document marker.
+_DOCSTART_LINE = re.compile(rf"^[ \t\r\f\v]*{_DOCSTART}(?:[ \t\r\f\v][^\n]*)?$",
+                            re.MULTILINE)
+
+
+def _split_ascii(line):
+    line = line.strip(_ASCII_SPACES)
+    return _ASCII_SPACE.split(line) if line else []
+
+
+def _well_formed(n_columns):
+    """Regex matching a whole column file with n_columns fields on every token line."""
+    field, space = r"[^ \t\n\r\f\v]+", r"[ \t\r\f\v]+"
+    token_line = rf"[ \t\r\f\v]*{field}(?:{space}{field}){{{n_columns - 1}}}[ \t\r\f\v]*"
+    other_line = rf"[ \t\r\f\v]*(?:{_DOCSTART}(?:{space}[^\n]*)?)?"
+    line = f"(?:{token_line}|{other_line})"
+    return re.compile(rf"{line}(?:\n{line})*")
+
+
+def _source_name(path):
+    if hasattr(path, "read"):
+        return str(getattr(path, "name", "<file object>"))
+    return os.fspath(path)
+
+
+def _read_text(path, source, encoding):
+    """The whole text of a path or file object, gunzipped and decoded."""
+    if hasattr(path, "read"):
+        data = path.read()
+    else:
+        with open(path, "rb") as f:
+            data = f.read()
+    if isinstance(data, str):
+        return data.lstrip("\ufeff")
+    if not isinstance(data, (bytes, bytearray)):
+        raise ValueError(
+            f"{source}: reading the file object returned "
+            f"{type(data).__name__}, not str or bytes."
+        )
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        lineno = data.count(b"\n", 0, exc.start) + 1
+        raise ValueError(
+            f"{source}, line {lineno}: not valid {encoding} ({exc.reason} at "
+            f"byte {exc.start}); pass encoding= (e.g. 'latin-1' for the "
+            "CoNLL-2002 Spanish and Dutch files)."
+        ) from None
+    return text.lstrip("\ufeff")
+
+
+def _lines(text):
+    # Split on "\n" only (a stray "\r" or other Unicode line break inside a
+    # line is not a line break); a final newline does not add a line.
+    lines = text.split("\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def _check_columns(columns, label):
+    if isinstance(columns, str) or not hasattr(columns, "__iter__"):
+        raise ValueError(
+            f"columns must be a tuple of column names such as ('word', 'pos', "
+            f"'chunk'); got {columns!r}."
+        )
+    columns = tuple(columns)
+    if not columns:
+        raise ValueError("columns must name at least one column.")
+    for name in columns:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"column names must be non-empty strings; got {name!r} "
+                             f"in columns={columns!r}.")
+    seen = set()
+    for name in columns:
+        if name in seen:
+            raise ValueError(f"columns names {name!r} twice: {columns!r}.")
+        seen.add(name)
+    if label is not None and label not in columns:
+        raise ValueError(f"label {label!r} is not one of columns={columns!r}; "
+                         "pass label=None to read the columns without labels.")
+    return columns
+
+
+def _token_dicts(keys, cols, n_tokens):
+    """One ``{key: value}`` dict per token from per-column lists.
+
+    Dict displays for the usual numbers of columns: about twice as fast as
+    ``dict(zip(keys, values))``, which dominates the time of a large file.
+    """
+    if len(keys) == 1:
+        (k0,) = keys
+        return [{k0: a} for a in cols[0]]
+    if len(keys) == 2:
+        k0, k1 = keys
+        return [{k0: a, k1: b} for a, b in zip(*cols)]
+    if len(keys) == 3:
+        k0, k1, k2 = keys
+        return [{k0: a, k1: b, k2: c} for a, b, c in zip(*cols)]
+    if not keys:
+        return [{} for _ in range(n_tokens)]
+    return [dict(zip(keys, values)) for values in zip(*cols)]
+
+
+def _parse_columns_fast(text, columns, label):
+    """Sentences of a column file already checked by :func:`_well_formed`.
+
+    One ``str.split`` per sentence and column slices instead of a loop over
+    lines; every token line has the right number of fields.
+    """
+    n_columns = len(columns)
+    keys = tuple(c for c in columns if c != label)
+    key_at = [i for i, c in enumerate(columns) if c != label]
+    label_at = columns.index(label) if label is not None else None
+    X, y = [], []
+    for paragraph in _BLANK_LINES.split(text):
+        # A document marker not set off by blank lines still ends a sentence.
+        blocks = _DOCSTART_LINE.split(paragraph) if _DOCSTART in paragraph else (paragraph,)
+        for block in blocks:
+            fields = block.split()
+            if not fields:
+                continue
+            n_tokens = len(fields) // n_columns
+            cols = [fields[i::n_columns] for i in key_at]
+            X.append(_token_dicts(keys, cols, n_tokens))
+            if label_at is not None:
+                y.append(fields[label_at::n_columns])
+    return X, y
+
+
+def _parse_columns_lines(text, source, columns, label, split):
+    """Sentences of a column file, line by line; errors name ``source`` and the line."""
+    n_columns = len(columns)
+    label_at = columns.index(label) if label is not None else None
+    keys = tuple(c for c in columns if c != label)
+    X, y = [], []
+    tokens, labels = [], []
+    for lineno, line in enumerate(_lines(text), start=1):
+        fields = split(line)
+        if not fields or fields[0] == _DOCSTART:
+            # A blank line ends a sentence; so does a document marker, whose
+            # own blank line that follows is then just one more blank line.
+            if tokens:
+                X.append(tokens)
+                if label_at is not None:
+                    y.append(labels)
+                tokens, labels = [], []
+            continue
+        if len(fields) != n_columns:
+            raise ValueError(
+                f"{source}, line {lineno}: expected {n_columns} whitespace-"
+                f"separated columns {columns}, found {len(fields)}: {line.rstrip()!r:.100}"
+            )
+        if label_at is not None:
+            labels.append(fields.pop(label_at))
+        tokens.append(dict(zip(keys, fields)))
+    if tokens:
+        X.append(tokens)
+        if label_at is not None:
+            y.append(labels)
+    return X, y
+
+
+def _parse_columns(text, source, columns, label):
+    if not _OTHER_SPACE.search(text) and _well_formed(len(columns)).fullmatch(text):
+        return _parse_columns_fast(text, columns, label)
+    # Malformed (this pass finds and reports the line) or holding spaces
+    # that str.split would take for separators.
+    split = _split_ascii if _OTHER_SPACE.search(text) else str.split
+    return _parse_columns_lines(text, source, columns, label, split)
+
+
+def _conllu_columns(columns, label, default_columns):
+    if label is not None and label not in CONLLU_LABELS:
+        raise ValueError(
+            f"label must be one of {CONLLU_LABELS} (or None) for a CoNLL-U file; "
+            f"got {label!r}."
+        )
+    if default_columns:
+        return CONLLU_FIELDS
+    columns = _check_columns(columns, label)
+    unknown = [c for c in columns if c not in CONLLU_FIELDS]
+    if unknown:
+        raise ValueError(
+            f"columns of a CoNLL-U file must be among {CONLLU_FIELDS}; got "
+            f"{unknown[0]!r} in columns={columns!r}."
+        )
+    return columns
+
+
+def _feats_text(feats):
+    # The FEATS column as written ("_" when empty): the strict parser has
+    # checked its form, and dicts keep the file's order.
+    if not feats:
+        return "_"
+    return "|".join(f"{name}={value}" for name, value in feats.items())
+
+
+def _parse_conllu_tokens(lines, source, columns, label):
+    sentences = parse_conllu(lines, source)
+    fields = {"word": "form", "lemma": "lemma", "upos": "upos", "xpos": "xpos"}
+    keys = [c for c in columns if c != label]
+    X, y = [], []
+    for sentence in sentences:
+        tokens = []
+        for word in sentence:
+            token = {}
+            for key in keys:
+                token[key] = _feats_text(word["feats"]) if key == "feats" else word[fields[key]]
+            tokens.append(token)
+        X.append(tokens)
+        if label is not None:
+            y.append([word[label] for word in sentence])
+    return X, y
+
+
+def read_conll(path, columns=("word", "pos", "chunk"), label="chunk", *, format="auto",
+               encoding="utf-8"):
+    """Read a CoNLL column file or a CoNLL-U file into token dicts and labels.
+
+    **Column files** (CoNLL-2000 chunking, CoNLL-2002 / CoNLL-2003 named
+    entities): one token per line, its fields separated by spaces or tabs;
+    a blank line after each sentence. ``-DOCSTART-`` lines are skipped
+    (they also end a sentence). Several blank lines in a row, trailing
+    whitespace, Windows line endings (CRLF) and a missing final newline
+    are accepted. Every token line must have exactly ``len(columns)``
+    fields.
+
+    **CoNLL-U** (Universal Dependencies), for tagging: read with the
+    package's strict CoNLL-U parser. Each token dict has the keys
+    ``"word"`` (the FORM column, named like the column files' word so that
+    ``TokenFeatures`` reads it), ``"lemma"``, ``"upos"``, ``"xpos"`` and
+    ``"feats"`` (the FEATS column as written, ``"_"`` when empty), minus the
+    label. Only syntactic words are kept: multiword-token lines (ID
+    ``1-2``, e.g. "don't", whose words "do" and "n't" follow) and empty
+    nodes (ID ``8.1``) are skipped.
+
+    Parameters
+    ----------
+    path : str, os.PathLike or file object
+        The file, plain or gzip-compressed (recognised from the content). A
+        file object may be opened in text or binary mode.
+    columns : tuple of str, default=("word", "pos", "chunk")
+        Column files: the name of each column, in order; the names become
+        the keys of the token dicts. CoNLL-U: the token fields to keep,
+        among ``("word", "lemma", "upos", "xpos", "feats")``; left at its
+        default it means all five.
+    label : str or None, default="chunk"
+        The column holding the labels, one of ``columns``; for CoNLL-U one
+        of ``"upos"``, ``"xpos"``, ``"lemma"``. ``None`` reads every column
+        into the token dicts and returns ``X`` only.
+    format : {"auto", "conll", "conllu"}, default="auto"
+        ``"conll"`` for column files, ``"conllu"`` for CoNLL-U. ``"auto"``
+        reads CoNLL-U when the file name ends in ``.conllu`` or
+        ``.conllu.gz``, column files otherwise.
+    encoding : str, default="utf-8"
+        The text encoding of a path or a binary file object (the CoNLL-2002
+        Spanish and Dutch files are ``"latin-1"``).
+
+    Returns
+    -------
+    X : list of list of dict
+        One list per sentence, one ``{column: str}`` dict per token, over
+        the columns other than ``label``.
+    y : list of list of str
+        The labels of each sentence, aligned with ``X``. Not returned when
+        ``label=None``.
+
+    Raises
+    ------
+    ValueError
+        On a bad argument, or on malformed input, naming the file and the
+        1-based line number: a token line whose number of fields is not
+        ``len(columns)``, text that is not valid in ``encoding``, or any
+        CoNLL-U error of the strict parser.
+
+    Examples
+    --------
+    >>> import io
+    >>> from sksparse_struct.datasets import read_conll
+    >>> text = '''-DOCSTART- -X- O
+    ...
+    ... He PRP B-NP
+    ... reckons VBZ B-VP
+    ...
+    ... Rates NNS B-NP
+    ... '''
+    >>> X, y = read_conll(io.StringIO(text))
+    >>> X[0]
+    [{'word': 'He', 'pos': 'PRP'}, {'word': 'reckons', 'pos': 'VBZ'}]
+    >>> y
+    [['B-NP', 'B-VP'], ['B-NP']]
+
+    Named entities, CoNLL-2003 style, read with any column as the label:
+
+    >>> X, y = read_conll(io.StringIO("EU NNP B-NP B-ORG\\nrejects VBZ B-VP O\\n"),
+    ...                   columns=("word", "pos", "chunk", "ner"), label="ner")
+    >>> X[0][0], y
+    ({'word': 'EU', 'pos': 'NNP', 'chunk': 'B-NP'}, [['B-ORG', 'O']])
+
+    A CoNLL-U file, tagged with universal POS tags; the multiword token
+    "don't" is read as its two words:
+
+    >>> conllu = '''1\\tI\\tI\\tPRON\\tPRP\\t_\\t3\\tnsubj\\t_\\t_
+    ... 2-3\\tdon't\\t_\\t_\\t_\\t_\\t_\\t_\\t_\\t_
+    ... 2\\tdo\\tdo\\tAUX\\tVBP\\tMood=Ind\\t3\\taux\\t_\\t_
+    ... 3\\tn't\\tnot\\tPART\\tRB\\t_\\t0\\troot\\t_\\t_
+    ... '''
+    >>> X, y = read_conll(io.StringIO(conllu), format="conllu", label="upos")
+    >>> [t["word"] for t in X[0]], y[0]
+    (['I', 'do', "n't"], ['PRON', 'AUX', 'PART'])
+    >>> X[0][1]
+    {'word': 'do', 'lemma': 'do', 'xpos': 'VBP', 'feats': 'Mood=Ind'}
+    """
+    if format not in _FORMATS:
+        raise ValueError(f"format must be 'auto', 'conll' or 'conllu'; got {format!r}.")
+    source = _source_name(path)
+    if format == "auto":
+        is_conllu = source.lower().endswith((".conllu", ".conllu.gz"))
+        format = "conllu" if is_conllu else "conll"
+    if format == "conllu":
+        default_columns = columns == ("word", "pos", "chunk")
+        columns = _conllu_columns(columns, label, default_columns)
+        X, y = _parse_conllu_tokens(_lines(_read_text(path, source, encoding)),
+                                    source, columns, label)
+    else:
+        columns = _check_columns(columns, label)
+        X, y = _parse_columns(_read_text(path, source, encoding), source, columns, label)
+    if label is None:
+        return X
+    return X, y
