@@ -11,10 +11,13 @@ losses
 linear_model
     ``FenchelYoungClassifier``: linear classifiers trained with them.
 datasets
-    Bundled sample data and loaders.
+    CoNLL and CoNLL-U readers (``read_conll``), bundled sample data and loaders.
+metrics
+    Sequence-labelling metrics (conlleval chunk F1, token and sequence
+    accuracy) and their scorers.
 """
 
-from . import datasets, losses, mappings
+from . import datasets, losses, mappings, metrics
 from ._version import __version__
 from .linear_model import FenchelYoungClassifier
 
