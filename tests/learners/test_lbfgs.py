@@ -632,3 +632,65 @@ def test_pseudo_gradient_matches_one_sided_derivatives(x, g_seed, c, masked):
         left = g[i] + (pen if x[i] > 0 else -pen)
         expected = right if right < 0 else (left if left > 0 else 0.0)
         assert pg[i] == pytest.approx(expected, abs=1e-15)
+
+
+# ---------------------------------------------------------------------------
+# Same trajectory as libLBFGS (CRFsuite's optimiser), when its Python
+# binding (PyPI "pylbfgs") is installed
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "problem, c1, settings, rtol",
+    [
+        ("logistic", 0.0, {}, 1e-12),
+        ("logistic", 0.0, {"epsilon": 0.0, "period": 3, "delta": 1e-3}, 1e-12),
+        ("logistic", 6.0, {}, 1e-12),
+        ("least_squares", 5.0, {"n_memory": 3}, 1e-12),
+        ("rosenbrock", 0.0, {}, 1e-6),
+    ],
+)
+def test_same_iterates_as_liblbfgs(problem, c1, settings, rtol):
+    liblbfgs = pytest.importorskip("lbfgs")
+    if problem == "logistic":
+        fun, x0 = make_logistic(seed=2)[0], np.zeros(25)
+    elif problem == "least_squares":
+        fun, x0 = make_least_squares()[0], np.zeros(30)
+    else:
+        fun, x0 = rosenbrock, np.array([-1.2, 1.0, -1.2, 1.0])
+    options = {"epsilon": 1e-5, "period": 10, "delta": 1e-5, "n_memory": 6, **settings}
+
+    theirs = []
+
+    def fill(x, g):
+        f, grad = fun(x)
+        g[:] = grad
+        return f
+
+    def progress(x, g, fx, xnorm, gnorm, step, k, ls):
+        theirs.append((fx, ls))
+        return 0
+
+    try:
+        liblbfgs.fmin_lbfgs(
+            fill,
+            x0.copy(),
+            progress=progress,
+            m=options["n_memory"],
+            epsilon=options["epsilon"],
+            past=options["period"],
+            delta=options["delta"],
+            max_iterations=100,
+            orthantwise_c=c1,
+            line_search="wolfe" if c1 else "default",
+        )
+    except liblbfgs.LBFGSError:  # the binding raises on any stop but the gradient test
+        pass
+    ours = []
+    res = minimize_lbfgs(
+        fun, x0, c1=c1, max_iter=100, callback=lambda i: ours.append((i.fun, i.n_linesearch)),
+        **options,
+    )
+    assert res.n_iter == len(theirs) == len(ours)
+    assert [ls for _, ls in ours] == [ls for _, ls in theirs]
+    np.testing.assert_allclose([f for f, _ in ours], [f for f, _ in theirs], rtol=rtol)
