@@ -108,7 +108,7 @@ def _check_columns(columns, label):
     seen = set()
     for name in columns:
         if name in seen:
-            raise ValueError(f"columns names {name!r} twice: {columns!r}.")
+            raise ValueError(f"columns contains {name!r} twice: {columns!r}.")
         seen.add(name)
     if label is not None and label not in columns:
         raise ValueError(f"label {label!r} is not one of columns={columns!r}; "

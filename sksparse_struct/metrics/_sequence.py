@@ -127,7 +127,7 @@ def _split_label(label):
     A label without a hyphen is all tag and no type: "O", but also "B" or a
     bare "NP" (which, having no B/I/E/S prefix, never starts a chunk).
     """
-    tag, hyphen, chunk_type = label.partition("-")
+    tag, _, chunk_type = label.partition("-")
     return tag, chunk_type
 
 
@@ -413,14 +413,15 @@ def chunk_classification_report(y_true, y_pred, *, labels=None, digits=2, output
     starts or ends between two tokens according to the script's rules on
     the two tags and types:
 
-    - a chunk starts on ``B`` and ``S``, on ``I`` and ``E`` after ``O``,
-      ``E`` or ``S``, and on any tag other than ``O`` whose type differs
-      from the previous token's; so a chunk may start with ``I-`` (as in
+    - a chunk starts on ``B`` and ``S``; on ``I`` and ``E`` after ``O``,
+      ``E`` or ``S``; and on any tag but ``O`` and ``.`` whose type differs
+      from the previous token's. So a chunk may start with ``I-`` (as in
       IOB1), and a type change inside a run of ``I-`` tags starts a new
       chunk;
     - a chunk ends before ``B``, ``S`` and ``O``, after ``E`` and ``S``,
-      and whenever the type changes;
-    - ``[`` and ``]`` make one-token chunks, ``.`` continues a chunk.
+      and when the type changes (except after ``.``);
+    - ``[`` and ``]`` make one-token chunks; ``.`` continues a chunk;
+    - every sentence is followed by an ``O``: chunks never span sentences.
 
     These rules read IOB1, IOB2 (BIO), IOE1, IOE2 and IOBES alike, so the
     same chunks written in any of them get the same scores. A label without

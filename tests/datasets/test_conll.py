@@ -120,7 +120,7 @@ def test_non_ascii_tokens_and_encodings(tmp_path):
 
 def test_bad_arguments():
     f = io.StringIO("a b c\n")
-    with pytest.raises(ValueError, match="columns names 'pos' twice"):
+    with pytest.raises(ValueError, match="columns contains 'pos' twice"):
         read_conll(f, columns=("word", "pos", "pos"), label="word")
     with pytest.raises(ValueError, match="label 'ner' is not one of columns"):
         read_conll(f, label="ner")
