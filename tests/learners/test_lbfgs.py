@@ -646,6 +646,7 @@ def test_pseudo_gradient_matches_one_sided_derivatives(x, g_seed, c, masked):
         ("logistic", 0.0, {}, 1e-12),
         ("logistic", 0.0, {"epsilon": 0.0, "period": 3, "delta": 1e-3}, 1e-12),
         ("logistic", 6.0, {}, 1e-12),
+        ("logistic", 6.0, {"l1_range": (5, 20)}, 1e-12),
         ("least_squares", 5.0, {"n_memory": 3}, 1e-12),
         ("rosenbrock", 0.0, {}, 1e-6),
     ],
@@ -658,7 +659,11 @@ def test_same_iterates_as_liblbfgs(problem, c1, settings, rtol):
         fun, x0 = make_least_squares()[0], np.zeros(30)
     else:
         fun, x0 = rosenbrock, np.array([-1.2, 1.0, -1.2, 1.0])
+    settings = dict(settings)
+    start, end = settings.pop("l1_range", (0, x0.size))
     options = {"epsilon": 1e-5, "period": 10, "delta": 1e-5, "n_memory": 6, **settings}
+    if (start, end) != (0, x0.size):
+        options["l1_mask"] = np.isin(np.arange(x0.size), np.arange(start, end))
 
     theirs = []
 
@@ -682,6 +687,8 @@ def test_same_iterates_as_liblbfgs(problem, c1, settings, rtol):
             delta=options["delta"],
             max_iterations=100,
             orthantwise_c=c1,
+            orthantwise_start=start,
+            orthantwise_end=end,
             line_search="wolfe" if c1 else "default",
         )
     except liblbfgs.LBFGSError:  # the binding raises on any stop but the gradient test
