@@ -413,7 +413,9 @@ class WordTagger(BaseEstimator):
                 per_word.setdefault(word, Counter())[label] += 1
                 overall[label] += 1
         self.default_ = overall.most_common(1)[0][0]
-        self.lookup_ = {w: c.most_common(1)[0][0] for w, c in per_word.items()} if self.use_words else {}
+        self.lookup_ = {}
+        if self.use_words:
+            self.lookup_ = {w: c.most_common(1)[0][0] for w, c in per_word.items()}
         return self
 
     def predict(self, X):
