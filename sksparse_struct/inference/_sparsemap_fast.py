@@ -243,7 +243,11 @@ def _grow_square(A, cap):
 
 # Structure kinds of the shared active-set loop. The loop branches on them
 # with plain ``if``s: jitted oracles are never passed as arguments (that
-# would defeat numba's on-disk cache, see DESIGN.md).
+# would defeat numba's on-disk cache, see DESIGN.md). Callers pass them (and
+# every other constant argument) as typed values, ``np.int64(_TREE)``:
+# a bare constant is typed as a literal, so numba would compile the loop
+# once per kind, each copy with both oracles (it does not prune branches on
+# literal integers).
 _TREE = 0
 _SEQUENCE = 1
 
@@ -477,7 +481,8 @@ def active_set_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
     ``_active_set_loop`` (1: no tree of finite score exists).
     """
     M, N, H, theta, p, k, n_iter, gap, converged, status = _active_set_loop(
-        _TREE, eta_u, np.zeros(0), n, 0, single_root, max_iter, tol, dep_tol
+        np.int64(_TREE), eta_u, np.zeros(0), n, np.int64(0), single_root, max_iter, tol,
+        dep_tol,
     )
     return M, H, theta, p, k, n_iter, gap, converged, status
 
@@ -497,8 +502,8 @@ def active_set_sequence(unary_eta, trans, max_iter, tol, dep_tol):
     """
     n, K = unary_eta.shape
     return _active_set_loop(
-        _SEQUENCE, unary_eta.reshape(n * K), trans.reshape(K * K), n, K, False,
-        max_iter, tol, dep_tol,
+        np.int64(_SEQUENCE), unary_eta.reshape(n * K), trans.reshape(K * K), n, K,
+        np.bool_(False), max_iter, tol, dep_tol,
     )
 
 
