@@ -273,13 +273,13 @@ def test_other_spaces_are_all_non_ascii_whitespace_of_str_split():
 )
 def test_fast_and_line_paths_agree(text, expected):
     from sksparse_struct.datasets._conll import (
+        _fields_per_line,
         _parse_columns_fast,
         _parse_columns_lines,
-        _well_formed,
     )
 
     columns = ("word", "pos", "chunk")
-    assert _well_formed(3).fullmatch(text)
+    assert _fields_per_line(text).tolist() == [len(line.split()) for line in text.split("\n")]
     fast = _parse_columns_fast(text, columns, "chunk")
     assert fast == _parse_columns_lines(text, "<t>", columns, "chunk", str.split)
     assert [[t["word"] for t in s] for s in fast[0]] == expected
@@ -292,12 +292,17 @@ def test_fast_and_line_paths_agree(text, expected):
 def test_fast_path_equals_line_path(sentences, sep, newline, n_blank, n_columns, label_at):
     # Random files, well formed or not: where the fast path applies it gives
     # what the line-by-line reader gives; otherwise the reader reports a line.
-    from sksparse_struct.datasets._conll import _parse_columns_fast, _parse_columns_lines
+    from sksparse_struct.datasets._conll import (
+        _fields_per_line,
+        _parse_columns_fast,
+        _parse_columns_lines,
+    )
 
     columns = ("c1", "c2", "c3")[:n_columns]
     label = None if label_at is None else columns[label_at]
     text = (newline * n_blank).join(
         "".join(sep.join(line) + newline for line in sent) for sent in sentences)
+    assert _fields_per_line(text).tolist() == [len(line.split()) for line in text.split("\n")]
     try:
         expected = _parse_columns_lines(text, "<t>", columns, label, str.split)
     except ValueError:
