@@ -62,7 +62,7 @@ _XTRAP_UPPER = 4.0
 
 # Reductions over huge vectors are done by blocks so that their temporaries
 # stay small (a few MB) whatever the number of parameters.
-_BLOCK = 1 << 16
+_BLOCK = 1 << 14
 
 _LINESEARCHES = ("auto", "more_thuente", "backtracking")
 
@@ -198,12 +198,15 @@ def _norm(x):
     return math.sqrt(_dot(x, x))
 
 
-def _diff_dot(a, b, c):
-    """``(a - b) . c`` without forming ``a - b`` in full."""
+def _diff_dot(a, b, c, buffer):
+    """``(a - b) . c`` by blocks through a small buffer."""
+    size = buffer.shape[0]
     total = 0.0
-    for start in range(0, a.shape[0], _BLOCK):
-        block = slice(start, start + _BLOCK)
-        total += _dot(a[block] - b[block], c[block])
+    for start in range(0, a.shape[0], size):
+        stop = min(start + size, a.shape[0])
+        tmp = buffer[: stop - start]
+        np.subtract(a[start:stop], b[start:stop], out=tmp)
+        total += _dot(tmp, c[start:stop])
     return total
 
 
@@ -213,10 +216,16 @@ class _L1Region:
     A contiguous block (all entries, or a range as libLBFGS's
     ``orthantwise_start/end``) is handled with views only; a scattered mask
     is handled with ``where=`` arguments, so no gather/scatter copies are
-    made either way.
+    made either way. The element-wise updates go block by block through
+    preallocated buffers: fresh temporaries of more than a few hundred KB
+    come from the system page by page and cost more than the arithmetic.
     """
 
     def __init__(self, l1_mask, n):
+        size = max(1, min(n, _BLOCK))
+        self.buf_a = np.empty(size)
+        self.buf_b = np.empty(size)
+        self.flags = np.empty(size, dtype=bool)
         if l1_mask is None:
             self.sl, self.mask = slice(0, n), None
             return
@@ -237,43 +246,71 @@ class _L1Region:
         self.sl = slice(lo, hi)
         self.mask = None if nonzero.size == hi - lo else np.ascontiguousarray(mask[lo:hi])
 
-    def _restrict(self, cond):
-        if self.mask is not None:
-            cond &= self.mask
-        return cond
+    def _blocks(self):
+        """Per block: (slice of x, slice relative to the region, mask)."""
+        lo, hi = self.sl.start, self.sl.stop
+        for start in range(lo, hi, _BLOCK):
+            stop = min(start + _BLOCK, hi)
+            local = slice(start - lo, stop - lo)
+            yield slice(start, stop), local, None if self.mask is None else self.mask[local]
+
+    def _buffers(self, block):
+        k = block.stop - block.start
+        return self.buf_a[:k], self.buf_b[:k], self.flags[:k]
+
+    # Selections are made by multiplying with 0/1 factors rather than with
+    # ``where=``: a data-dependent ``where`` costs a branch per entry.
 
     def norm1(self, x):
-        xs = x[self.sl]
         total = 0.0
-        for start in range(0, xs.shape[0], _BLOCK):
-            block = slice(start, start + _BLOCK)
-            if self.mask is None:
-                total += float(np.abs(xs[block]).sum())
-            else:
-                total += float(np.abs(xs[block]).sum(where=self.mask[block]))
+        for block, _, mask in self._blocks():
+            tmp, _, _ = self._buffers(block)
+            np.abs(x[block], out=tmp)
+            if mask is not None:
+                tmp *= mask
+            total += float(tmp.sum())
         return total
 
     def pseudo_gradient(self, x, g, c, out):
         """Steepest-descent-defining subgradient of ``f + c ||x||_1``.
 
-        Where ``x_i != 0`` it is the gradient; where ``x_i == 0`` it is the
-        one-sided derivative that points downhill, or 0 when neither does.
+        Where ``x_i != 0`` it is ``g_i + c sign(x_i)``; where ``x_i == 0`` it
+        is the one-sided derivative that points downhill, or 0 when neither
+        does (that is, ``g_i`` soft-thresholded by ``c``). Computed as
+        ``g + [x != 0] c sign(x) - [x == 0] clip(g, -c, c)``, exact in
+        floating point since one of the two corrections is zero.
         """
-        np.copyto(out, g)
-        xs, gs, ps = x[self.sl], g[self.sl], out[self.sl]
-        np.add(ps, c, out=ps, where=self._restrict(xs > 0))
-        np.subtract(ps, c, out=ps, where=self._restrict(xs < 0))
-        zero = self._restrict(xs == 0)
-        np.add(ps, c, out=ps, where=zero & (gs < -c))
-        np.subtract(ps, c, out=ps, where=zero & (gs > c))
-        np.copyto(ps, 0.0, where=zero & (gs >= -c) & (gs <= c))
+        lo, hi = self.sl.start, self.sl.stop
+        out[:lo] = g[:lo]
+        out[hi:] = g[hi:]
+        for block, _, mask in self._blocks():
+            clipped, factor, _ = self._buffers(block)
+            xb, gb, ob = x[block], g[block], out[block]
+            np.maximum(gb, -c, out=clipped)
+            np.minimum(clipped, c, out=clipped)
+            np.equal(xb, 0.0, out=factor)
+            if mask is not None:
+                factor *= mask
+            clipped *= factor
+            np.not_equal(xb, 0.0, out=factor)
+            if mask is not None:
+                factor *= mask
+            np.copysign(c, xb, out=ob)
+            ob *= factor
+            ob += gb
+            ob -= clipped
 
     def constrain_direction(self, d, pg):
         """Zero the entries of ``d`` that do not oppose the pseudo-gradient."""
-        ds, ps = d[self.sl], pg[self.sl]
-        keep_sign = np.signbit(ds) == np.signbit(ps)
-        keep_sign |= ps == 0
-        np.copyto(ds, 0.0, where=self._restrict(keep_sign))
+        for block, _, mask in self._blocks():
+            product, factor, _ = self._buffers(block)
+            db = d[block]
+            np.multiply(db, pg[block], out=product)
+            np.greater_equal(product, 0.0, out=factor)  # entries to drop
+            if mask is not None:
+                factor *= mask
+            np.subtract(1.0, factor, out=factor)
+            db *= factor
 
     def orthant(self, x, pg):
         """Sign pattern of the orthant searched: True for the positive side.
@@ -288,9 +325,16 @@ class _L1Region:
 
     def project(self, x, positive):
         """Zero the penalised entries of ``x`` that left the orthant."""
-        xs = x[self.sl]
-        left = (xs > 0) != positive
-        np.copyto(xs, 0.0, where=self._restrict(left))
+        for block, local, mask in self._blocks():
+            _, factor, flags = self._buffers(block)
+            xb = x[block]
+            np.greater(xb, 0.0, out=flags)
+            np.not_equal(flags, positive[local], out=factor)  # entries to zero
+            if mask is not None:
+                factor *= mask
+            np.subtract(1.0, factor, out=factor)
+            xb *= factor
+            xb += 0.0  # turns the -0.0 of zeroed negative entries into 0.0
 
 
 # ---------------------------------------------------------------------------
@@ -560,7 +604,7 @@ def _backtracking_owlqn(evaluate, region, x, pg, d, finit, stp, max_evals, xt, g
         _trial_point(x, d, stp, xt)
         region.project(xt, positive)
         f = evaluate(xt, gt, stp)
-        decrease = _diff_dot(xt, x, pg)
+        decrease = _diff_dot(xt, x, pg, region.buf_a)
         if decrease >= 0:
             # The projected step no longer moves x (in floating point).
             return "rounding errors prevent further progress", stp, f, count
