@@ -12,12 +12,16 @@ linear_model
     ``FenchelYoungClassifier``: linear classifiers trained with them.
 datasets
     CoNLL and CoNLL-U readers (``read_conll``), bundled sample data and loaders.
+feature_extraction
+    ``TokenFeatures`` (tokens to feature dicts, with the CRFsuite CoNLL-2000
+    template as a preset) and ``SequenceVectorizer`` (feature dicts to
+    per-sequence sparse matrices).
 metrics
     Sequence-labelling metrics (conlleval chunk F1, token and sequence
     accuracy) and their scorers.
 """
 
-from . import datasets, losses, mappings, metrics
+from . import datasets, feature_extraction, losses, mappings, metrics
 from ._version import __version__
 from .linear_model import FenchelYoungClassifier
 
