@@ -872,6 +872,8 @@ def minimize_lbfgs(
             rho[slot] = 1.0 / sy
             gamma = sy / yy
             n_pairs = min(n_pairs + 1, m)
+        elif n_pairs == m:
+            n_pairs = m - 1  # the slot just overwritten held the oldest pair
 
         # Two-loop recursion: d = -H pg.
         np.negative(pg, out=d)

@@ -701,3 +701,25 @@ def test_same_iterates_as_liblbfgs(problem, c1, settings, rtol):
     assert res.n_iter == len(theirs) == len(ours)
     assert [ls for _, ls in ours] == [ls for _, ls in theirs]
     np.testing.assert_allclose([f for f, _ in ours], [f for f, _ in theirs], rtol=rtol)
+
+
+@pytest.mark.parametrize("n_memory", [1, 2, 3])
+@pytest.mark.parametrize("x0", ["random", [0.5, 0.1], [1.5, 0.12, 0.3]])
+def test_owlqn_nonconvex_reaches_a_stationary_point(n_memory, x0):
+    # A double well per coordinate: the curvature pairs of OWL-QN's Armijo
+    # steps need not be positive here (the two fixed starts make pairs with
+    # s'y < 0 that are skipped once the memory is full).
+    def fun(x):
+        return np.sum(-0.5 * x**2 + 0.25 * x**4), -x + x**3
+
+    if x0 == "random":
+        x0 = np.random.default_rng(1).uniform(-0.3, 0.3, 8)
+    values = []
+    res = minimize_lbfgs(
+        fun, x0, c1=0.1, n_memory=n_memory, epsilon=1e-10, period=0, max_iter=200,
+        callback=lambda info: values.append(info.fun),
+    )
+    assert res.converged
+    assert np.all(np.diff(values) <= 0)
+    assert_l1_optimal(fun, res.x, 0.1, atol=1e-8)
+    assert np.any(res.x != 0)
