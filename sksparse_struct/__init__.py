@@ -19,10 +19,14 @@ feature_extraction
 metrics
     Sequence-labelling metrics (conlleval chunk F1, token and sequence
     accuracy) and their scorers.
+tagging
+    ``LinearChainCRF``: sequence taggers trained with CRF, structured SVM,
+    perceptron and SparseMAP losses.
 """
 
 from . import datasets, feature_extraction, losses, mappings, metrics
 from ._version import __version__
 from .linear_model import FenchelYoungClassifier
+from .tagging import LinearChainCRF
 
-__all__ = ["__version__", "FenchelYoungClassifier"]
+__all__ = ["__version__", "FenchelYoungClassifier", "LinearChainCRF"]

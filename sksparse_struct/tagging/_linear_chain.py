@@ -1,0 +1,744 @@
+"""Linear-chain CRF taggers (CRF, structured SVM, perceptron, SparseMAP losses)."""
+
+import numbers
+import sys
+import time
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from joblib import effective_n_jobs
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from ..feature_extraction import SequenceVectorizer
+from ..learners import minimize_lbfgs
+from ..utils._sklearn_compat import Interval, StrOptions, _fit_context
+from ._problem import LOSS_KINDS, ChainData, ChainModel, ChainRunner, frequency_rank
+from . import _chain_fast as fast
+
+__all__ = ["LinearChainCRF"]
+
+_SOLVERS = {
+    "crf": ("lbfgs", "adagrad"),
+    "sparsemap": ("lbfgs", "adagrad"),
+    "margin_sparsemap": ("lbfgs", "adagrad"),
+    "hinge": ("adagrad",),
+    "perceptron": ("perceptron",),
+}
+_AUTO_SOLVER = {"crf": "lbfgs", "sparsemap": "lbfgs", "margin_sparsemap": "lbfgs",
+                "hinge": "adagrad", "perceptron": "perceptron"}
+# SparseMAP inner solver: active set iterations and relative duality-gap tolerance.
+_SPARSEMAP_OPTIONS = (200, 1e-9, 1e-12)
+
+
+def _is_matrix(seq):
+    return sp.issparse(seq) or (isinstance(seq, np.ndarray) and seq.ndim == 2)
+
+
+def _is_empty_list(seq):
+    return isinstance(seq, (list, tuple)) and len(seq) == 0
+
+
+def _check_sequence_list(X, name="X"):
+    if isinstance(X, (str, bytes, dict)) or sp.issparse(X) or not hasattr(X, "__len__"):
+        raise ValueError(
+            f"{name} must be a list of sequences (one list of token feature dicts, or one "
+            f"sparse matrix, per sequence); got {type(X).__name__}."
+        )
+    return list(X)
+
+
+def _split_label_by_prefix(label):
+    if isinstance(label, str) and len(label) > 2 and label[1] == "-" and label[0] in "BIES":
+        return label[0], label[2:]
+    return None, label
+
+
+def _forbidden_pairs(scheme, classes):
+    """``(from, to)`` label pairs a BIO / IOBES scheme forbids (None = start / end)."""
+    tags = [_split_label_by_prefix(c) for c in classes]
+    pairs = []
+    for b, (pb, tb) in zip(classes, tags):
+        if scheme == "bio":
+            if pb == "I":
+                pairs.append((None, b))
+                for a, (pa, ta) in zip(classes, tags):
+                    if not (pa in ("B", "I") and ta == tb):
+                        pairs.append((a, b))
+        else:  # iobes: I/E continue a chunk of the same type, B/S/O end one
+            if pb in ("I", "E"):
+                pairs.append((None, b))
+            if pb in ("B", "I"):
+                pairs.append((b, None))
+            for a, (pa, ta) in zip(classes, tags):
+                inside_a = pa in ("B", "I")
+                continues_b = pb in ("I", "E")
+                if inside_a != continues_b or (inside_a and ta != tb):
+                    pairs.append((a, b))
+    return pairs
+
+
+class LinearChainCRF(BaseEstimator):
+    """Linear-chain tagger trained with a CRF, SSVM, perceptron or SparseMAP loss.
+
+    A drop-in alternative to ``sklearn_crfsuite.CRF``: ``X`` is a list of
+    sequences of feature dicts (``{name: value}``; a string value means the
+    indicator ``name=value``), or of already vectorized sparse matrices (one
+    row per token); ``y`` is a list of label sequences. The score of a label
+    sequence ``y`` is the sum of unary scores ``x_i . w[:, y_i]``, of the
+    transition scores ``transition_[y_{i-1}, y_i]`` and of
+    ``start_transition_[y_0]`` and ``end_transition_[y_{n-1}]``.
+
+    Read more in the :ref:`User Guide <tagging>`.
+
+    Parameters
+    ----------
+    loss : {"crf", "hinge", "perceptron", "sparsemap", "margin_sparsemap"}, default="crf"
+        Training loss (thesis ch. 6): negative log-likelihood ("crf"),
+        structured hinge with the Hamming cost ("hinge", structured SVM),
+        averaged structured perceptron, the SparseMAP loss or its margin
+        (Hamming cost) variant.
+    c1 : float, default=0.0
+        L1 penalty ``c1 * sum(|w|)``, as in CRFsuite (with L-BFGS it switches
+        to OWL-QN). Applies to every learned weight.
+    c2 : float, default=1.0
+        L2 penalty ``c2 * sum(w ** 2)`` added to the *sum* of the losses, as in
+        CRFsuite: the same value gives comparable models. Not used by the
+        perceptron (which averages instead).
+    solver : {"auto", "lbfgs", "adagrad", "perceptron"}, default="auto"
+        "auto" picks L-BFGS (OWL-QN when ``c1 > 0``) for the smooth losses
+        (crf, sparsemap, margin_sparsemap), mini-batch AdaGrad for hinge and
+        the averaged perceptron for "perceptron".
+    max_iter : int, default=100
+        Iterations of L-BFGS, or epochs of AdaGrad / perceptron.
+    tol : float, default=1e-5
+        L-BFGS stops when the gradient norm is below ``tol * max(1, ||w||)``
+        or the objective improved by less than a fraction ``tol`` in 10
+        iterations (CRFsuite's epsilon and delta). The online solvers stop
+        when an epoch improves the training objective by less than a fraction
+        ``tol``; 0 runs ``max_iter`` epochs.
+    all_possible_states : bool, default=False
+        If False, a feature gets a weight only for the labels it was seen with
+        in training (as in CRFsuite, much smaller models); if True for every
+        label.
+    all_possible_transitions : bool, default=True
+        If True, every allowed transition gets a weight; if False only the
+        transitions seen in training (the others stay at 0). Note that
+        sklearn-crfsuite's default is False.
+    forbidden_transitions : {"bio", "iobes"} or list of pairs, default=None
+        Transitions that get score ``-inf``, in decoding and in training.
+        "bio" forbids ``I-X`` after anything but ``B-X``/``I-X`` and at the
+        start (IOB2); "iobes" the invalid IOBES transitions, starts and ends.
+        A list of ``(from_label, to_label)`` pairs, with ``None`` as
+        ``from_label`` for the start and as ``to_label`` for the end, forbids
+        exactly those. Gold sequences must respect them.
+    learning_rate : float, default=0.1
+        AdaGrad step size.
+    batch_size : int, default=32
+        Sequences per AdaGrad step.
+    warm_start : bool, default=False
+        Start from the previous solution (same features and labels).
+    random_state : int, RandomState instance or None, default=None
+        Shuffling for AdaGrad and the perceptron.
+    verbose : int, default=0
+        If positive, print the iteration, objective and elapsed time every
+        ``verbose`` iterations.
+    n_jobs : int, default=None
+        Threads used over sequences (and features); ``None`` means 1. Results
+        are identical for every value.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The labels, sorted (in the order of first appearance if they cannot
+        be sorted).
+    coef_ : scipy.sparse.csr_matrix of shape (n_classes, n_features)
+        Unary weights; the stored entries are the model's (feature, label)
+        pairs.
+    transition_ : ndarray of shape (n_classes, n_classes)
+        ``transition_[a, b]`` scores label ``a`` followed by ``b``; ``-inf``
+        where forbidden.
+    start_transition_, end_transition_ : ndarray of shape (n_classes,)
+        Scores of the first and last label.
+    vectorizer_ : SequenceVectorizer or None
+        The feature vocabulary, when ``X`` was given as feature dicts.
+    n_features_in_ : int
+        Number of features (columns of the token matrices).
+    n_iter_ : int
+        Iterations (L-BFGS) or epochs run.
+    objective_ : float
+        Final training objective (sum of losses plus penalties).
+
+    See Also
+    --------
+    sksparse_struct.feature_extraction.TokenFeatures : Token feature dicts.
+    sksparse_struct.metrics.chunk_f1_score : Chunk F1 for BIO-style labels.
+
+    Examples
+    --------
+    >>> from sksparse_struct import LinearChainCRF
+    >>> X = [[{"w": "the"}, {"w": "dog"}, {"w": "barks"}], [{"w": "a"}, {"w": "cat"}]]
+    >>> y = [["DET", "NOUN", "VERB"], ["DET", "NOUN"]]
+    >>> crf = LinearChainCRF(c2=0.01).fit(X, y)
+    >>> crf.predict([[{"w": "the"}, {"w": "cat"}]])
+    [['DET', 'NOUN']]
+    >>> crf.predict_marginals([[{"w": "a"}, {"w": "dog"}]])[0].round(1).tolist()
+    [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
+    """
+
+    _parameter_constraints: dict = {
+        "loss": [StrOptions(set(LOSS_KINDS))],
+        "c1": [Interval(Real, 0, None, closed="left")],
+        "c2": [Interval(Real, 0, None, closed="left")],
+        "solver": [StrOptions({"auto", "lbfgs", "adagrad", "perceptron"})],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "all_possible_states": ["boolean"],
+        "all_possible_transitions": ["boolean"],
+        "forbidden_transitions": [None, StrOptions({"bio", "iobes"}), list, tuple],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "warm_start": ["boolean"],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "n_jobs": [None, Integral],
+    }
+
+    def __init__(
+        self,
+        loss="crf",
+        *,
+        c1=0.0,
+        c2=1.0,
+        solver="auto",
+        max_iter=100,
+        tol=1e-5,
+        all_possible_states=False,
+        all_possible_transitions=True,
+        forbidden_transitions=None,
+        learning_rate=0.1,
+        batch_size=32,
+        warm_start=False,
+        random_state=None,
+        verbose=0,
+        n_jobs=None,
+    ):
+        self.loss = loss
+        self.c1 = c1
+        self.c2 = c2
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.all_possible_states = all_possible_states
+        self.all_possible_transitions = all_possible_transitions
+        self.forbidden_transitions = forbidden_transitions
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.verbose = verbose
+        self.n_jobs = n_jobs
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.target_tags.required = True
+        tags.non_deterministic = False
+        return tags
+
+    # --- input handling -----------------------------------------------------
+
+    def _features(self, X, *, fit):
+        """Stack the sequences of ``X`` into one token matrix; returns ``(matrix, lengths)``."""
+        X = _check_sequence_list(X)
+        # Empty lists fit either form; everything else decides.
+        kinds = {_is_matrix(seq) for seq in X if _is_matrix(seq) or not _is_empty_list(seq)}
+        if len(kinds) > 1:
+            raise ValueError(
+                "X mixes sequences given as matrices and as lists of feature dicts; "
+                "use one form for all sequences."
+            )
+        as_matrix = kinds == {True}
+        if fit:
+            self.vectorizer_ = None if as_matrix else SequenceVectorizer()
+        elif (self.vectorizer_ is None) != as_matrix:
+            raise ValueError(
+                "this tagger was fitted on "
+                + ("feature matrices" if self.vectorizer_ is None else "feature dicts")
+                + " and X has sequences of the other kind."
+            )
+        if not as_matrix:
+            if fit:
+                return self.vectorizer_._fit_transform_stacked(X)
+            return self.vectorizer_._transform_stacked(X)
+        blocks = []
+        for s, seq in enumerate(X):
+            M = sp.csr_matrix(seq, dtype=np.float64)
+            if not np.all(np.isfinite(M.data)):
+                i = np.flatnonzero(~np.isfinite(M.data))[0]
+                token = np.searchsorted(M.indptr, i, side="right") - 1
+                raise ValueError(
+                    f"X[{s}] has a non-finite feature value ({M.data[i]}) at token {token}."
+                )
+            blocks.append(M)
+        widths = {M.shape[1] for M in blocks}
+        if len(widths) > 1:
+            raise ValueError(
+                f"the sequence matrices of X have different numbers of columns: {sorted(widths)}."
+            )
+        n_features = widths.pop() if widths else 0
+        if not fit and n_features != self.n_features_in_:
+            raise ValueError(
+                f"X has {n_features} features per token, the tagger was fitted with "
+                f"{self.n_features_in_}."
+            )
+        lengths = np.array([M.shape[0] for M in blocks], dtype=np.int64)
+        if not blocks:
+            return sp.csr_matrix((0, 0)), lengths
+        return sp.vstack(blocks, format="csr"), lengths
+
+    def _labels(self, y, lengths, *, fit):
+        y = _check_sequence_list(y, "y")
+        if len(y) != len(lengths):
+            raise ValueError(
+                f"X has {len(lengths)} sequences but y has {len(y)} label sequences."
+            )
+        flat = []
+        for s, (seq, n) in enumerate(zip(y, lengths)):
+            if isinstance(seq, (str, bytes)) or not hasattr(seq, "__len__"):
+                raise ValueError(
+                    f"y[{s}] is {type(seq).__name__} {seq!r}, expected a sequence of labels "
+                    "(y is a list of label lists)."
+                )
+            if len(seq) != n:
+                raise ValueError(
+                    f"sequence {s} has {n} tokens in X but {len(seq)} labels in y."
+                )
+            flat.extend(seq)
+        if fit and not (self.warm_start and hasattr(self, "classes_")):
+            seen = dict.fromkeys(flat)
+            try:
+                classes = sorted(seen)
+            except TypeError:
+                classes = list(seen)
+            if not classes:
+                raise ValueError("y has no labels: every training sequence is empty.")
+            self.classes_ = np.array(classes) if _homogeneous(classes) else _object_array(classes)
+        index = {c: i for i, c in enumerate(self.classes_.tolist())}
+        gold = np.empty(len(flat), dtype=np.int64)
+        for i, label in enumerate(flat):
+            k = index.get(label)
+            if k is None:
+                s = np.searchsorted(np.cumsum(lengths), i, side="right")
+                raise ValueError(
+                    f"y[{s}] has label {label!r}, which is not one of the labels the tagger "
+                    f"was first fitted with ({self.classes_.tolist()})."
+                )
+            gold[i] = k
+        return gold
+
+    def _masks(self, gold, offsets):
+        """Transition / start / end masks (1 learned, 0 pinned at zero, -1 forbidden)."""
+        classes = self.classes_.tolist()
+        K = len(classes)
+        trans_mask = np.ones((K, K))
+        start_mask = np.ones(K)
+        end_mask = np.ones(K)
+        if not self.all_possible_transitions:
+            trans_mask[:] = 0.0
+            for s in range(len(offsets) - 1):
+                g = gold[offsets[s]:offsets[s + 1]]
+                trans_mask[g[:-1], g[1:]] = 1.0
+        rules = self.forbidden_transitions
+        if rules is None:
+            pairs = []
+        elif isinstance(rules, str):
+            pairs = _forbidden_pairs(rules, classes)
+        else:
+            pairs = list(rules)
+        index = {c: i for i, c in enumerate(classes)}
+        for pair in pairs:
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise ValueError(
+                    f"forbidden_transitions must hold (from_label, to_label) pairs; got {pair!r}."
+                )
+            a, b = pair
+            for label in (a, b):
+                if label is not None and label not in index:
+                    raise ValueError(
+                        f"forbidden_transitions names label {label!r}, which is not in the "
+                        f"training labels {classes}."
+                    )
+            if a is None and b is None:
+                raise ValueError("forbidden_transitions: (None, None) is not a transition.")
+            if a is None:
+                start_mask[index[b]] = -1.0
+            elif b is None:
+                end_mask[index[a]] = -1.0
+            else:
+                trans_mask[index[a], index[b]] = -1.0
+        for s in range(len(offsets) - 1):
+            g = gold[offsets[s]:offsets[s + 1]]
+            if len(g) == 0:
+                continue
+            where = None
+            if start_mask[g[0]] < 0:
+                where = f"starts with {classes[g[0]]!r}"
+            elif end_mask[g[-1]] < 0:
+                where = f"ends with {classes[g[-1]]!r}"
+            else:
+                bad = np.flatnonzero(trans_mask[g[:-1], g[1:]] < 0)
+                if len(bad):
+                    t = int(bad[0]) + 1
+                    where = (f"has {classes[g[t]]!r} after {classes[g[t - 1]]!r} at "
+                             f"position {t}")
+            if where is not None:
+                raise ValueError(
+                    f"gold sequence y[{s}] {where}, a transition that forbidden_transitions="
+                    f"{rules!r} forbids."
+                )
+        return trans_mask, start_mask, end_mask
+
+    # --- fit ----------------------------------------------------------------
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the tagger.
+
+        Parameters
+        ----------
+        X : list of sequences
+            Each a list of feature dicts or a sparse matrix (n_tokens, n_features).
+        y : list of label sequences
+            ``y[s]`` has one label per token of ``X[s]``.
+
+        Returns
+        -------
+        self : LinearChainCRF
+            The fitted tagger.
+        """
+        solver = _AUTO_SOLVER[self.loss] if self.solver == "auto" else self.solver
+        if solver not in _SOLVERS[self.loss]:
+            raise ValueError(
+                f"solver={self.solver!r} cannot train loss={self.loss!r}; use one of "
+                f"{_SOLVERS[self.loss]} (or 'auto')."
+            )
+        X = _check_sequence_list(X)
+        if len(X) == 0:
+            raise ValueError("X is empty: at least one training sequence is needed.")
+        warm = self.warm_start and hasattr(self, "classes_")
+        matrix, lengths = self._features(X, fit=not warm)
+        gold = self._labels(y, lengths, fit=True)
+        if not warm:
+            self.n_features_in_ = matrix.shape[1]
+            self._attr_rank = frequency_rank(matrix)
+        data = ChainData(matrix, lengths, gold, self._attr_rank)
+        trans_mask, start_mask, end_mask = self._masks(gold, data.offsets)
+        K = len(self.classes_)
+        if warm:
+            model = ChainModel(self._attr_ptr, self._pair_label, trans_mask, start_mask, end_mask)
+            w0 = self._params.copy()
+            w0[model.n_pairs:] *= model.learned[model.n_pairs:]
+        else:
+            attr_ptr, pair_label = data.pairs(K, self.all_possible_states)
+            model = ChainModel(attr_ptr, pair_label, trans_mask, start_mask, end_mask)
+            w0 = np.zeros(model.n_params)
+        n_threads = effective_n_jobs(self.n_jobs) if self.n_jobs is not None else 1
+        with ChainRunner(n_threads) as runner:
+            fitter = {"lbfgs": self._fit_lbfgs, "adagrad": self._fit_adagrad,
+                      "perceptron": self._fit_perceptron}[solver]
+            w = fitter(runner, model, data, w0)
+        self._params = w
+        self._attr_ptr = model.attr_ptr
+        self._pair_label = model.pair_label
+        self._trans_mask = trans_mask
+        self._start_mask = start_mask
+        self._end_mask = end_mask
+        _, trans, start, end = model.split(w)
+        self.transition_ = trans
+        self.start_transition_ = start
+        self.end_transition_ = end
+        rows = model.pair_label
+        order = np.empty_like(self._attr_rank)
+        order[self._attr_rank] = np.arange(len(order))
+        cols = np.repeat(order, np.diff(model.attr_ptr))
+        self.coef_ = sp.csr_matrix(
+            (w[:model.n_pairs], (rows, cols)), shape=(K, data.n_features)
+        )
+        return self
+
+    def _progress(self, it, objective, start_time, extra=""):
+        if self.verbose and it % max(int(self.verbose), 1) == 0:
+            print(
+                f"[LinearChainCRF] iteration {it:4d}  objective {objective:.6e}{extra}  "
+                f"elapsed {time.perf_counter() - start_time:.2f}s",
+                file=sys.stdout, flush=True,
+            )
+
+    def _fit_lbfgs(self, runner, model, data, w0):
+        kind = LOSS_KINDS[self.loss]
+        c2 = float(self.c2)
+        failed = [0]
+
+        def fun(w):
+            f, g, n_failed = runner.loss_and_grad(kind, model, data, w, _SPARSEMAP_OPTIONS)
+            failed[0] = n_failed
+            if c2 > 0:
+                f += c2 * float(w @ w)
+                g += (2.0 * c2) * w
+            g *= model.learned
+            return f, g
+
+        start_time = time.perf_counter()
+
+        def callback(info):
+            self._progress(info.iteration, info.fun, start_time, f"  |g| {info.grad_norm:.3e}")
+
+        l1_mask = model.learned > 0
+        result = minimize_lbfgs(
+            fun, w0, c1=float(self.c1), l1_mask=l1_mask, max_iter=self.max_iter,
+            epsilon=self.tol, delta=self.tol, callback=callback,
+        )
+        self.n_iter_ = result.n_iter
+        self.objective_ = float(result.fun)
+        if not result.converged and result.n_iter >= self.max_iter:
+            warnings.warn(
+                f"L-BFGS did not converge in max_iter={self.max_iter} iterations "
+                f"({result.message}); increase max_iter.",
+                ConvergenceWarning,
+            )
+        return result.x
+
+    def _online_objective_terms(self, w):
+        return float(self.c2) * float(w @ w) + float(self.c1) * float(np.abs(w).sum())
+
+    def _fit_adagrad(self, runner, model, data, w0):
+        kind = LOSS_KINDS[self.loss]
+        rng = check_random_state(self.random_state)
+        w = w0.copy()
+        h = np.zeros_like(w)
+        lr = float(self.learning_rate)
+        c1, c2 = float(self.c1), float(self.c2)
+        n = data.n_sequences
+        learned = model.learned
+        start_time = time.perf_counter()
+        previous = np.inf
+        self.n_iter_ = 0
+        for epoch in range(1, self.max_iter + 1):
+            order = rng.permutation(n)
+            total = 0.0
+            for b in range(0, n, self.batch_size):
+                ids = np.sort(order[b:b + self.batch_size]).astype(np.int64)
+                loss, g, _ = runner.batch_loss_and_grad(kind, model, data, w, ids,
+                                                        _SPARSEMAP_OPTIONS)
+                total += loss
+                g *= n / len(ids)
+                g += (2.0 * c2) * w
+                g *= learned
+                h += g * g
+                scale = lr / (np.sqrt(h) + 1e-12)
+                w -= scale * g
+                if c1 > 0:
+                    # Proximal step of the L1 penalty with AdaGrad's per-weight step.
+                    np.copysign(np.maximum(np.abs(w) - c1 * scale, 0.0), w, out=w)
+            objective = total + self._online_objective_terms(w)
+            self.n_iter_ = epoch
+            self._progress(epoch, objective, start_time)
+            if self.tol > 0 and previous - objective < self.tol * abs(objective):
+                break
+            previous = objective
+        self.objective_ = objective
+        return w
+
+    def _fit_perceptron(self, runner, model, data, w0):
+        rng = check_random_state(self.random_state)
+        w = w0.copy()
+        w_acc = np.zeros_like(w)
+        step = 1.0
+        pair_start, pair_stop = data.pair_ranges(model.attr_ptr)
+        start_time = time.perf_counter()
+        self.n_iter_ = 0
+        total = 0.0
+        for epoch in range(1, self.max_iter + 1):
+            order = rng.permutation(data.n_sequences).astype(np.int64)
+            step, n_mistakes, total = fast.perceptron_epoch(
+                order, data.indptr, pair_start, pair_stop, data.data, model.pair_label,
+                data.offsets, data.gold, model.trans_mask, model.start_mask, model.end_mask,
+                w, w_acc, step,
+            )
+            self.n_iter_ = epoch
+            self._progress(epoch, total, start_time, f"  mistakes {n_mistakes}")
+            if n_mistakes == 0 or (self.tol > 0 and n_mistakes <= self.tol * data.n_sequences):
+                break
+        self.objective_ = float(total)
+        return w - w_acc / step
+
+    # --- prediction ---------------------------------------------------------
+
+    def _predict_data(self, X):
+        check_is_fitted(self, "classes_")
+        matrix, lengths = self._features(X, fit=False)
+        return ChainData(matrix, lengths, attr_rank=self._attr_rank), lengths
+
+    def _model(self):
+        return ChainModel(self._attr_ptr, self._pair_label, self._trans_mask,
+                          self._start_mask, self._end_mask)
+
+    def _runner(self):
+        return ChainRunner(effective_n_jobs(self.n_jobs) if self.n_jobs is not None else 1)
+
+    def predict(self, X):
+        """Most likely label sequence (Viterbi) of each sequence.
+
+        Parameters
+        ----------
+        X : list of sequences
+            As in :meth:`fit`. Unseen features are ignored.
+
+        Returns
+        -------
+        y_pred : list of lists
+            One list of labels per sequence (``[]`` for an empty one).
+        """
+        data, lengths = self._predict_data(X)
+        with self._runner() as runner:
+            labels = runner.decode(self._model(), data, self._params, marginals=False)
+        classes = self.classes_.tolist()
+        flat = [classes[i] for i in labels]
+        return [flat[data.offsets[s]:data.offsets[s + 1]] for s in range(len(lengths))]
+
+    def predict_marginals(self, X):
+        """Posterior probability of each label at each token (forward-backward).
+
+        Parameters
+        ----------
+        X : list of sequences
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        marginals : list of ndarray of shape (n_tokens, n_classes)
+            Columns in :attr:`classes_` order; rows sum to 1.
+        """
+        data, lengths = self._predict_data(X)
+        with self._runner() as runner:
+            mu = runner.decode(self._model(), data, self._params, marginals=True)
+        return [mu[data.offsets[s]:data.offsets[s + 1]].copy() for s in range(len(lengths))]
+
+    def predict_sparse(self, X, *, max_iter=200, tol=1e-9):
+        """SparseMAP distribution over label sequences, per sequence.
+
+        SparseMAP (thesis ch. 4) returns the quadratic-regularized posterior:
+        a convex combination of a few label sequences, whose unary marginals
+        are the closest point of the marginal polytope to the scores.
+
+        Parameters
+        ----------
+        X : list of sequences
+            As in :meth:`fit`.
+        max_iter : int, default=200
+            Active-set iterations.
+        tol : float, default=1e-9
+            Relative duality-gap tolerance.
+
+        Returns
+        -------
+        supports : list of lists of (labels, probability)
+            For each sequence, its support: label lists with their
+            probabilities, most probable first (``[([], 1.0)]`` for an empty
+            sequence).
+        """
+        from ..inference import sparsemap
+        from ..structures import Sequence
+
+        data, lengths = self._predict_data(X)
+        model = self._model()
+        _, trans, start, end = model.split(self._params)
+        with self._runner() as runner:
+            U = runner.unary(model, data, self._params)
+        classes = self.classes_.tolist()
+        out = []
+        structure = Sequence()
+        for s in range(len(lengths)):
+            u = U[data.offsets[s]:data.offsets[s + 1]]
+            if len(u) == 0:
+                out.append([([], 1.0)])
+                continue
+            res = sparsemap(structure, u, trans, start, end, max_iter=max_iter, tol=tol)
+            # res.support is already sorted, most probable first.
+            out.append([([classes[i] for i in labels], p) for labels, p in res.support])
+        return out
+
+    def score(self, X, y):
+        """Token accuracy of :meth:`predict` (labels unseen in training count as errors).
+
+        Parameters
+        ----------
+        X : list of sequences
+        y : list of label sequences
+
+        Returns
+        -------
+        score : float
+        """
+        y_pred = self.predict(X)
+        y = _check_sequence_list(y, "y")
+        if len(y) != len(y_pred):
+            raise ValueError(f"X has {len(y_pred)} sequences but y has {len(y)}.")
+        correct = total = 0
+        for s, (yt, yp) in enumerate(zip(y, y_pred)):
+            if isinstance(yt, (str, bytes)) or len(yt) != len(yp):
+                raise ValueError(
+                    f"sequence {s} has {len(yp)} tokens in X but y[{s}] has "
+                    f"{len(yt) if hasattr(yt, '__len__') else 'no'} labels."
+                )
+            correct += sum(a == b for a, b in zip(yt, yp))
+            total += len(yp)
+        return correct / total if total else 0.0
+
+    # --- readable views -----------------------------------------------------
+
+    def _feature_names(self):
+        if self.vectorizer_ is not None:
+            return list(self.vectorizer_.feature_names_)
+        return [f"x{j}" for j in range(self.n_features_in_)]
+
+    @property
+    def state_features_(self):
+        """``{(feature, label): weight}`` for every nonzero unary weight (like crfsuite's)."""
+        check_is_fitted(self, "classes_")
+        names = self._feature_names()
+        classes = self.classes_.tolist()
+        coo = self.coef_.tocoo()
+        return {
+            (names[j], classes[i]): float(v)
+            for i, j, v in zip(coo.row, coo.col, coo.data) if v != 0.0
+        }
+
+    @property
+    def transition_features_(self):
+        """``{(from_label, to_label): weight}`` for every allowed nonzero transition."""
+        check_is_fitted(self, "classes_")
+        classes = self.classes_.tolist()
+        K = len(classes)
+        return {
+            (classes[a], classes[b]): float(self.transition_[a, b])
+            for a in range(K) for b in range(K)
+            if np.isfinite(self.transition_[a, b]) and self.transition_[a, b] != 0.0
+        }
+
+
+def _homogeneous(classes):
+    return all(isinstance(c, str) for c in classes) or all(
+        isinstance(c, numbers.Integral) and not isinstance(c, bool) for c in classes
+    )
+
+
+def _object_array(values):
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
