@@ -386,12 +386,17 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         if fitting:
             names = list(vocab)
             if self.sort and n_features:
-                order = sorted(range(n_features), key=names.__getitem__)
-                new_column = np.empty(n_features, dtype=indices.dtype)
-                new_column[order] = np.arange(n_features, dtype=indices.dtype)
+                # C-level steps only: sort the strings themselves, build the
+                # new dict from zip, and map old columns to new ones.
+                first_seen = names
+                names = sorted(first_seen)
+                vocab = dict(zip(names, range(n_features)))
+                new_column = np.fromiter(
+                    map(vocab.__getitem__, first_seen),
+                    dtype=indices.dtype,
+                    count=n_features,
+                )
                 indices = new_column[indices]
-                names = [names[k] for k in order]
-                vocab = {name: k for k, name in enumerate(names)}
             self.vocabulary_ = vocab
             self.feature_names_ = names
         stacked = sp.csr_matrix(
