@@ -30,7 +30,7 @@ setup(
     ],
     extras_require={
         "test": ["pytest", "hypothesis"],
-        "benchmark": ["entmax", "torch"],
+        "benchmark": ["entmax", "torch", "sklearn-crfsuite", "networkx"],
         "doc": ["sphinx", "numpydoc", "matplotlib"],
         "examples": ["matplotlib"],
     },
