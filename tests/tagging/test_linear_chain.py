@@ -246,6 +246,16 @@ def test_each_loss_fits_a_separable_task(loss):
     assert crf.n_iter_ >= 1
 
 
+@pytest.mark.parametrize(
+    "loss, solver",
+    [("crf", "adagrad"), ("sparsemap", "lbfgs"), ("margin_sparsemap", "lbfgs")],
+)
+def test_other_solvers(loss, solver):
+    X, y = _chunk_data(12, n_seqs=30)
+    crf = LinearChainCRF(loss=loss, solver=solver, max_iter=30, random_state=0).fit(X, y)
+    assert crf.score(X, y) > 0.95
+
+
 @pytest.mark.parametrize("loss", LOSSES)
 def test_each_loss_decreases_and_generalizes(loss):
     X, y = _chunk_data(0, n_seqs=50)
