@@ -125,9 +125,11 @@ class LinearChainCRF(BaseEstimator):
     tol : float, default=1e-5
         L-BFGS stops when the gradient norm is below ``tol * max(1, ||w||)``
         or the objective improved by less than a fraction ``tol`` in 10
-        iterations (CRFsuite's epsilon and delta). The online solvers stop
-        when an epoch improves the training objective by less than a fraction
-        ``tol``; 0 runs ``max_iter`` epochs.
+        iterations (CRFsuite's epsilon and delta). AdaGrad stops when an
+        epoch improves the training objective by less than a fraction ``tol``,
+        the perceptron when an epoch makes mistakes on at most a fraction
+        ``tol`` of the sequences (none, by default); ``tol=0`` runs
+        ``max_iter`` epochs of AdaGrad.
     all_possible_states : bool, default=False
         If False, a feature gets a weight only for the labels it was seen with
         in training (as in CRFsuite, much smaller models); if True for every

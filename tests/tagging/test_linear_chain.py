@@ -25,6 +25,9 @@ from sksparse_struct.tagging._problem import (
 
 LOSSES = ["crf", "hinge", "perceptron", "sparsemap", "margin_sparsemap"]
 
+# Most tests stop L-BFGS early on purpose; test_convergence_warning checks the warning.
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
 
 # --- helpers -----------------------------------------------------------------
 
@@ -439,6 +442,16 @@ def test_warm_start_continues():
     assert warm.objective_ < cold.objective_
     with pytest.raises(ValueError, match="not one of the labels"):
         warm.fit(X + [[{"w": "zz"}]], y + [["B-ZZ"]])
+
+
+@pytest.mark.filterwarnings("error::sklearn.exceptions.ConvergenceWarning")
+def test_convergence_warning():
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = _chunk_data(13, n_seqs=20)
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        LinearChainCRF(max_iter=2).fit(X, y)
+    LinearChainCRF(max_iter=200).fit(X, y)  # converges: no warning
 
 
 def test_verbose_prints_progress(capsys):
