@@ -28,27 +28,31 @@ def _row(out, label):
 
 
 def test_main_prints_a_sensible_report(capsys):
-    # The full quickstart, as `python -m sksparse_struct` runs it: two fits
-    # on the bundled sample (a few seconds).
+    # The full quickstart, as `python -m sksparse_struct` runs it: two
+    # classifier fits and one CRF fit on the bundled sample (a few seconds).
     assert main([]) == 0
     out = capsys.readouterr().out
 
     assert "train 360 sentences, 5,684 tokens; test 100 sentences, 1,182 tokens" in out
     assert "17 UPOS tags" in out
+    assert "Tagger (crf): the same features -> LinearChainCRF(loss='crf', c2=0.1)" in out
     header = out.splitlines()[[i for i, line in enumerate(out.splitlines())
                                if line.startswith("test accuracy")][0] - 1]
-    assert header.split() == ["sparsemax", "softmax"]
+    assert header.split() == ["sparsemax", "softmax", "crf"]
 
     accuracy = [float(v) for v in _row(out, "test accuracy")]
-    assert accuracy[0] > 0.8 and accuracy[1] > 0.8
-    assert abs(accuracy[0] - accuracy[1]) < 0.05  # same features, same penalty
+    assert min(accuracy) > 0.8
+    # Same features and comparable penalties: within a few points. (The CRF
+    # has transitions on top; on this small sample it gains little.)
+    assert max(accuracy) - min(accuracy) < 0.05
 
     nonzero = [float(v) for v in _row(out, "nonzero probabilities (of 17)")]
     assert 1.0 <= nonzero[0] < 4.0  # sparsemax: a few candidates per token
     assert nonzero[1] == 17.0  # softmax: never exactly zero
+    assert 10.0 < nonzero[2] <= 17.0  # CRF marginals: dense (up to underflow)
 
     single = [float(v.rstrip("%")) for v in _row(out, "tokens with one nonzero probability")]
-    assert 10.0 < single[0] < 100.0 and single[1] == 0.0
+    assert 10.0 < single[0] < 100.0 and single[1] == 0.0 and single[2] < 5.0
 
     # The example: one line per word, in order, with the gold tag and the
     # candidates of each model.
@@ -65,13 +69,19 @@ def test_main_prints_a_sensible_report(capsys):
         assert all(tag in UPOS_TAGS for tag, _ in pairs)
     # Sparsemax's candidates are all of its nonzero probabilities unless a
     # "+n" follows, so they sum to one (up to the 2-digit rounding).
-    for row in rows:
+    for row, token in zip(rows, test):
         sparsemax_part = row[lines[start].index("sparsemax"):lines[start].index("softmax")]
         if "+" not in sparsemax_part:
             total = sum(float(p) for p in re.findall(r"\d\.\d\d", sparsemax_part))
             assert abs(total - 1.0) <= 0.02, row
-        softmax_part = row[lines[start].index("softmax"):]
+        softmax_part = row[lines[start].index("softmax"):lines[start].index("crf")]
         assert softmax_part.rstrip().endswith("+14")  # 17 nonzero, 3 shown
+        # The CRF column: one tag (the best sequence's) and its marginal.
+        crf_tag, crf_p = row[lines[start].index("crf"):].split()
+        assert crf_tag in UPOS_TAGS and 0.0 < float(crf_p) <= 1.0
+    # On this sentence the tagger's sequence gets most words right.
+    crf_tags = [row[lines[start].index("crf"):].split()[0] for row in rows]
+    assert sum(t == token["upos"] for t, token in zip(crf_tags, test)) >= len(test) - 3
 
 
 def test_help(capsys):
@@ -80,7 +90,7 @@ def test_help(capsys):
     assert info.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: python -m sksparse_struct")
-    for option in ["--losses", "--alpha", "--sentence", "--top-k"]:
+    for option in ["--losses", "--alpha", "--sentence", "--top-k", "--no-crf"]:
         assert option in out
 
 
@@ -108,15 +118,21 @@ def test_python_dash_m_entry_point():
     assert done.stdout.startswith("usage: python -m sksparse_struct")
 
 
+def test_no_crf_option():
+    assert _quickstart._parse_args([]).crf is True
+    assert _quickstart._parse_args(["--no-crf"]).crf is False
+
+
 def test_run_rejects_a_bad_sentence_index():
     with pytest.raises(ValueError, match=r"sentence must be in \[0, 99\]; got 100"):
         _quickstart.run(losses=(), sentence=100)
 
 
 def test_run_without_models_reports_the_data():
-    results = _quickstart.run(losses=(), sentence=0)
+    results = _quickstart.run(losses=(), sentence=0, crf=False)
     assert results["n_train_sentences"] == 360 and results["n_test_tokens"] == 1182
     assert results["n_classes"] == 17 and results["models"] == {}
+    assert results["tagger"] is None and results["example"]["tagger"] is None
     assert results["example"]["words"][:3] == ["What", "if", "Google"]
     assert results["example"]["text"] == "What if Google Morphed Into GoogleOS?"
 
@@ -193,8 +209,38 @@ def _fake_results():
     }
 
 
+def _fake_results_with_tagger():
+    results = _fake_results()
+    results["tagger"] = {"accuracy": 0.75, "mean_nonzero": 2.5, "single_fraction": 0.25,
+                         "fit_seconds": 2.0, "n_iter": 7, "c2": 0.5}
+    results["example"]["tagger"] = [("INTJ", 0.875), ("NOUN", 0.5)]
+    return results
+
+
+def test_format_report_with_the_tagger():
+    text = format_report(_fake_results_with_tagger())
+    assert text.splitlines()[0].endswith("tagging, by token and by sentence")
+    assert "LinearChainCRF(loss='crf', c2=0.5)" in text
+    assert _row(text, "test accuracy") == ["0.500", "1.000", "0.750"]
+    assert _row(text, "nonzero probabilities (of 3)") == ["1.50", "3.00", "2.50"]
+    assert _row(text, "tokens with one nonzero probability") == ["50.0%", "0.0%", "25.0%"]
+    assert _row(text, "fit time (s)") == ["0.2", "1.0", "2.0"]
+    lines = text.splitlines()
+    assert lines[-2].split()[-2:] == ["INTJ", "0.88"]
+    assert lines[-1].split()[-2:] == ["NOUN", "0.50"]
+    header = lines[-3]
+    assert header.split() == ["word", "gold", "sparsemax", "softmax", "crf"]
+    assert lines[-1].index("NOUN 0.50") == header.index("crf")
+    assert "crf: the tag in the tagger's best sequence" in text
+    # The classifier columns are as without the tagger.
+    assert lines[-1].index("ADV 0.60") == header.index("softmax")
+    # Every line stays readable in a terminal (the example rows aside).
+    assert all(len(line) <= 80 for line in lines[:-3])
+
+
 def test_format_report_exact_values():
     text = format_report(_fake_results())
+    assert "crf" not in text and "Tagger" not in text
     assert "train 2 sentences, 5 tokens; test 1 sentences, 2 tokens" in text
     assert "1,234 features" in text and "3 UPOS tags" in text and "alpha=0.001" in text
     assert _row(text, "test accuracy") == ["0.500", "1.000"]
