@@ -98,6 +98,9 @@ _PRESETS = {
         "short_shape": True,
         "flags": ("is_title", "is_upper", "is_digit", "has_digit",
                   "has_hyphen", "is_punct"),
+        # The current word as written, on top of the lower-cased window:
+        # +0.3 points of token accuracy on EWT dev for one feature per token.
+        "templates": ((("w", 0),),),
         "bias": True,
         "bos_eos": True,
     },
@@ -336,10 +339,13 @@ class TokenFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
       four POS bigrams and three POS trigrams) with ``__BOS__``/``__EOS__``,
       no bias and nothing else.
     - ``preset="pos"``: a part-of-speech tagging set from words only: bias,
-      lower-cased words at -1, 0, 1, prefixes 1-3 and suffixes 1-4, short
+      lower-cased words at -1, 0, 1, the current word as written
+      (``templates=((("w", 0),),)``), prefixes 1-3 and suffixes 1-4, short
       shape and the flags ``is_title``, ``is_upper``, ``is_digit``,
       ``has_digit``, ``has_hyphen``, ``is_punct`` of the current word, and
-      ``__BOS__``/``__EOS__``.
+      ``__BOS__``/``__EOS__``. ``spelling_window=1`` (affixes, shape and
+      flags of the neighbours too) is more accurate and about twice as many
+      features per token.
 
     Parameters
     ----------
@@ -382,7 +388,8 @@ class TokenFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
         pairs make a conjunction, e.g. ``(("w", -1), ("w", 0))``. Attributes:
         ``"w"``, ``"lower"``, ``"shape"``, ``"short_shape"`` or a column
         name; single-pair templates may also use ``"prefix{k}"``,
-        ``"suffix{k}"`` and the flags.
+        ``"suffix{k}"`` and the flags. These derived names take precedence
+        over columns of the same name.
     bias : bool, default=None
         A constant feature ``bias`` (value 1.0) on every token.
     bos_eos : bool, default=None

@@ -200,7 +200,8 @@ def test_pos_preset_and_overrides():
         "bias": 1.0, "lower[0]": "the", "lower[1]": "u.s.",
         "prefix1[0]": "T", "prefix2[0]": "Th", "prefix3[0]": "The",
         "suffix1[0]": "e", "suffix2[0]": "he", "suffix3[0]": "The",
-        "short_shape[0]": "Xx", "is_title[0]": True, "__BOS__": True,
+        "short_shape[0]": "Xx", "is_title[0]": True, "w[0]": "The",
+        "__BOS__": True,
     }
     assert got[1]["short_shape[0]"] == "X.X." and got[1]["is_upper[0]"] is True
     assert got[1]["suffix4[0]"] == "U.S."
