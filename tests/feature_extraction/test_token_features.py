@@ -201,11 +201,12 @@ def test_pos_preset_and_overrides():
         "prefix1[0]": "T", "prefix2[0]": "Th", "prefix3[0]": "The",
         "suffix1[0]": "e", "suffix2[0]": "he", "suffix3[0]": "The",
         "short_shape[0]": "Xx", "is_title[0]": True, "w[0]": "The",
-        "__BOS__": True,
+        "suffix2[1]": "S.", "suffix3[1]": ".S.", "__BOS__": True,
     }
     assert got[1]["short_shape[0]"] == "X.X." and got[1]["is_upper[0]"] is True
     assert got[1]["suffix4[0]"] == "U.S."
     assert got[2]["__EOS__"] is True and "lower[1]" not in got[2]
+    assert got[2]["suffix3[-1]"] == ".S." and "suffix3[1]" not in got[2]
     params = TokenFeatures(preset="pos", suffixes=(), bias=False).resolved_params()
     assert params["suffixes"] == () and params["bias"] is False
     assert params["prefixes"] == (1, 2, 3)
