@@ -241,7 +241,10 @@ class _Encoder:
                         pass
             if type(value) is str and type(key) is str:
                 column = lookup(f"{key}{sep}{value}")
-                remember(key, value, column)
+                if sub is None:
+                    remember(key, value, column)
+                else:
+                    sub[value] = column
                 append(column)
             else:
                 self.pair(key, value, i, j)
