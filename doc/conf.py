@@ -65,6 +65,9 @@ _API_MODULES = {
     "sksparse_struct.datasets": "sksparse_struct.datasets",
     "sksparse_struct.structures": "sksparse_struct.structures",
     "sksparse_struct.inference": "sksparse_struct.inference",
+    "sksparse_struct.feature_extraction": "sksparse_struct.feature_extraction",
+    "sksparse_struct.metrics": "sksparse_struct.metrics",
+    "sksparse_struct.tagging": "sksparse_struct.tagging",
 }
 
 
