@@ -89,6 +89,44 @@ def _iter_sequences(X):
         yield i, seq
 
 
+def _ignore(*args):
+    return None
+
+
+class _SeenValues(dict):
+    """Columns of the string values seen with one feature name in ``fit``.
+
+    An unseen *string* value is dropped without raising (``__missing__`` is
+    called by ``dict.__getitem__`` on subclasses), so that the C-level hot
+    path of ``_Encoder.run`` keeps going on test tokens, most of which have
+    an unseen word or bigram somewhere. Other unseen values (numbers other
+    than 1, nested dicts, lists) still raise and take the general path.
+    """
+
+    def __missing__(self, value):
+        if type(value) is str:
+            return _DROP
+        raise KeyError(value)
+
+
+def _transform_cache(vocabulary, separator):
+    """``{name: _SeenValues}`` from a vocabulary, for :class:`_Encoder`.
+
+    ``name + separator + value`` is split at its first separator: any split
+    gives the same feature string, which is all that identifies a column
+    (a name that itself contains the separator just takes the general path).
+    A name without a value is a feature of value 1 (``True``, ``1``).
+    """
+    cache = {}
+    for feature, column in vocabulary.items():
+        name, sep, value = feature.partition(separator)
+        sub = cache.get(name)
+        if sub is None:
+            sub = cache[name] = _SeenValues()
+        sub[value if sep else True] = column
+    return cache
+
+
 class _Encoder:
     """One vectorization pass: the column lookups and the growing CSR arrays.
 
@@ -102,9 +140,14 @@ class _Encoder:
     it returns ``_DROP`` for them.
     """
 
-    def __init__(self, vocab, fitting, separator):
+    def __init__(self, vocab, fitting, separator, cache=None):
         self.separator = separator
-        self.cache = {}
+        if cache is None:
+            self.cache = {}
+        else:
+            # The fitted vectorizer's shared cache: read it, never grow it.
+            self.cache = cache
+            self.remember = _ignore
         self.indices = []
         # Positions (into indices) of entries whose value is not 1, and the
         # values: most entries are indicators, so data starts as all ones.
@@ -356,6 +399,12 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         self.dtype = dtype
         self.sort = sort
 
+    def __getstate__(self):
+        # The transform cache is rebuilt from the vocabulary when needed.
+        state = dict(super().__getstate__())
+        state.pop("_pair_cache", None)
+        return state
+
     def _value_dtype(self):
         try:
             dtype = np.dtype(self.dtype)
@@ -371,7 +420,12 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
     def _encode(self, X, fitting):
         dtype = self._value_dtype()
         vocab = {} if fitting else self.vocabulary_
-        encoder = _Encoder(vocab, fitting, self.separator)
+        cache = None
+        if not fitting:
+            cache = self.__dict__.get("_pair_cache")
+            if cache is None:
+                cache = self._pair_cache = _transform_cache(vocab, self.separator)
+        encoder = _Encoder(vocab, fitting, self.separator, cache)
         indptr, lengths = encoder.run(X)
         n_features = len(vocab)
         indices = np.array(encoder.indices, dtype=_column_dtype(n_features))
@@ -402,6 +456,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
                 indices = new_column[indices]
             self.vocabulary_ = vocab
             self.feature_names_ = names
+            self.__dict__.pop("_pair_cache", None)
         stacked = sp.csr_matrix(
             (data, indices, indptr), shape=(len(indptr) - 1, n_features)
         )

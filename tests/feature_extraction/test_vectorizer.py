@@ -257,3 +257,37 @@ def test_fit_transform_equals_fit_then_transform():
     a = SequenceVectorizer().fit_transform(X)
     b = SequenceVectorizer().fit(X).transform(X)
     assert all((p != q).nnz == 0 for p, q in zip(a, b))
+
+
+def test_transform_cache_gives_the_same_matrices_as_the_general_path():
+    # transform reads a cache built from the vocabulary; it must agree with
+    # the per-call encoder of fit_transform on every kind of value, and keep
+    # doing so after pickling (the cache is not pickled but rebuilt).
+    import pickle
+
+    train = [
+        [{"w": "a=b", "x": 0.5, "b": True, "n": {"s": "t"}, "l": ["u", "u"]},
+         {"w": "c", "k=v": "z", "one": 1, "f": False}],
+        [{"w": "=", "x": 2.0, "b": False}],
+    ]
+    test = train + [
+        [{"w": "unseen", "x": 0.25, "b": True, "n": {"s": "q"}, "k=v": "z", "k": "v=z"},
+         {"new": "name", "one": 1.0, "l": ["u", "v"]}],
+    ]
+    vec = SequenceVectorizer()
+    fitted = vec.fit_transform(train)
+    for a, b in zip(fitted, vec.transform(train)):
+        assert (a != b).nnz == 0
+    got = vec.transform(test)
+    again = pickle.loads(pickle.dumps(vec)).transform(test)
+    assert "_pair_cache" not in pickle.loads(pickle.dumps(vec)).__dict__
+    names = vec.get_feature_names_out().tolist()
+    last = got[-1].toarray()
+    row0 = dict(zip(names, last[0]))
+    assert "n:s=q" not in names and "w=unseen" not in names and "new=name" not in names
+    # {"k=v": "z"} and {"k": "v=z"} name the same feature.
+    assert row0 == dict.fromkeys(names, 0.0) | {"x": 0.25, "b": 1.0, "k=v=z": 2.0}
+    row1 = dict(zip(names, last[1]))
+    assert row1 == dict.fromkeys(names, 0.0) | {"one": 1.0, "l=u": 1.0}
+    for a, b in zip(got, again):
+        assert (a != b).nnz == 0
