@@ -456,7 +456,9 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
                 indices = new_column[indices]
             self.vocabulary_ = vocab
             self.feature_names_ = names
-            self.__dict__.pop("_pair_cache", None)
+            # The transform cache is built now, while the strings are hot (a
+            # first transform would otherwise pay for it, e.g. in predict).
+            self._pair_cache = _transform_cache(vocab, self.separator)
         stacked = sp.csr_matrix(
             (data, indices, indptr), shape=(len(indptr) - 1, n_features)
         )
