@@ -157,8 +157,11 @@ class LinearChainCRF(BaseEstimator):
         If positive, print the iteration, objective and elapsed time every
         ``verbose`` iterations.
     n_jobs : int, default=None
-        Threads used over sequences (and features); ``None`` means 1. Results
-        are identical for every value.
+        Threads used over sequences; ``None`` means 1, -1 all cores. L-BFGS
+        evaluations run over 4 fixed parts of the data, AdaGrad over the two
+        halves of each mini-batch, prediction over chunks of sequences; the
+        averaged perceptron is sequential by nature. The parts do not depend
+        on ``n_jobs``, so results are identical for every value.
 
     Attributes
     ----------

@@ -19,6 +19,7 @@ _TOKENS_PER_CHUNK = 4096
 # with its own gradient buffer; more would cost memory for nothing on
 # typical machines.
 _TRAINING_PARTS = 4
+_BATCH_PARTS = 2
 
 LOSS_KINDS = {
     "crf": fast.CRF,
@@ -277,7 +278,12 @@ class ChainRunner:
         return float(np.sum(losses)), grad, failed
 
     def batch_loss_and_grad(self, kind, model, data, w, seq_ids, sparsemap_options=()):
-        """Like :meth:`loss_and_grad` on the sequences ``seq_ids`` only (one part)."""
-        losses, grad, failed = self._run_parts(kind, model, data, w, [seq_ids],
+        """Like :meth:`loss_and_grad` on the sequences ``seq_ids`` only.
+
+        The batch is cut in ``_BATCH_PARTS`` fixed halves whatever the
+        number of threads, so that results do not depend on it.
+        """
+        parts = [p for p in np.array_split(seq_ids, _BATCH_PARTS) if len(p)]
+        losses, grad, failed = self._run_parts(kind, model, data, w, parts,
                                                sparsemap_options)
         return float(np.sum(losses[seq_ids])), grad, failed
