@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..feature_extraction import SequenceVectorizer
 from ..learners import minimize_lbfgs
+from ..metrics import flat_accuracy_score
 from ..utils._sklearn_compat import Interval, StrOptions, _fit_context
 from ._problem import LOSS_KINDS, ChainData, ChainModel, ChainRunner, frequency_rank
 from . import _chain_fast as fast
@@ -697,20 +698,7 @@ class LinearChainCRF(BaseEstimator):
         -------
         score : float
         """
-        y_pred = self.predict(X)
-        y = _check_sequence_list(y, "y")
-        if len(y) != len(y_pred):
-            raise ValueError(f"X has {len(y_pred)} sequences but y has {len(y)}.")
-        correct = total = 0
-        for s, (yt, yp) in enumerate(zip(y, y_pred)):
-            if isinstance(yt, (str, bytes)) or len(yt) != len(yp):
-                raise ValueError(
-                    f"sequence {s} has {len(yp)} tokens in X but y[{s}] has "
-                    f"{len(yt) if hasattr(yt, '__len__') else 'no'} labels."
-                )
-            correct += sum(a == b for a, b in zip(yt, yp))
-            total += len(yp)
-        return correct / total if total else 0.0
+        return flat_accuracy_score(y, self.predict(X))
 
     # --- readable views -----------------------------------------------------
 

@@ -420,6 +420,8 @@ def test_unseen_features_labels_and_empty_sequences():
     assert crf.predict_marginals([[]])[0].shape == (0, len(crf.classes_))
     # An unseen gold label can never be predicted: counted as an error.
     assert crf.score([[{"w": "the"}, {"w": "dog"}]], [["DET", "PROPN"]]) == 0.5
+    with pytest.raises(ValueError, match="sequence 0"):
+        crf.score([[{"w": "the"}, {"w": "dog"}]], [["DET"]])
 
 
 def test_non_string_labels():
