@@ -1,4 +1,4 @@
-"""Metrics for sequence labelling and their scikit-learn scorers.
+"""Metrics for sequence labelling and dependency parsing, and their scorers.
 
 ``y_true`` and ``y_pred`` are lists of label sequences, one per sentence
 (the output of a tagger's ``predict``).
@@ -12,8 +12,28 @@
   (scikit-learn's report on the flattened labels).
 - Scorers for ``GridSearchCV(scoring=...)`` and ``cross_val_score``:
   ``chunk_f1_scorer``, ``flat_accuracy_scorer``, ``sequence_accuracy_scorer``.
+
+For dependency parsing, heads are given per sentence (0 for the root, else
+the 1-based index of the head word):
+
+- Attachment scores as the CoNLL 2018 evaluation computes them:
+  :func:`uas_score`, :func:`las_score`, :func:`exact_match_score`,
+  :func:`attachment_report`, punctuation included unless
+  ``exclude_punct=True``.
+- Scorers: ``uas_scorer``, ``las_scorer``, ``exact_match_scorer`` and
+  :func:`make_attachment_scorer` for other settings.
 """
 
+from ._parsing import (
+    attachment_report,
+    exact_match_score,
+    exact_match_scorer,
+    las_score,
+    las_scorer,
+    make_attachment_scorer,
+    uas_score,
+    uas_scorer,
+)
 from ._sequence import (
     chunk_classification_report,
     chunk_f1_score,
@@ -27,6 +47,14 @@ from ._sequence import (
 )
 
 __all__ = [
+    "attachment_report",
+    "exact_match_score",
+    "exact_match_scorer",
+    "las_score",
+    "las_scorer",
+    "make_attachment_scorer",
+    "uas_score",
+    "uas_scorer",
     "chunk_classification_report",
     "chunk_f1_score",
     "chunk_f1_scorer",
