@@ -308,9 +308,14 @@ def chain_part(kind, indptr, pair_start, pair_stop, data, pair_label, w, offsets
 @njit
 def decode_part(marginals, indptr, pair_start, pair_stop, data, pair_label, w, offsets,
                 trans, start, end, seq_ids, out_labels, out_mu):
-    """Viterbi labels (into ``out_labels``) or marginals (into ``out_mu``) per token."""
+    """Viterbi labels (into ``out_labels``) or marginals (into ``out_mu``) per token.
+
+    Returns the first sequence that no label sequence can tag (every one uses
+    a forbidden transition, start or end), or -1.
+    """
     K = trans.shape[0]
     u = np.empty((max_length(offsets, seq_ids), K))
+    infeasible = -1
     for s in seq_ids:
         r0 = offsets[s]
         r1 = offsets[s + 1]
@@ -320,11 +325,14 @@ def decode_part(marginals, indptr, pair_start, pair_stop, data, pair_label, w, o
         sequence_scores(indptr, pair_start, pair_stop, data, pair_label, w, start, end, r0, r1, u)
         us = u[:n].copy()
         if marginals:
-            mu, xi, log_z = forward_backward(us, trans)
+            mu, xi, best = forward_backward(us, trans)
             out_mu[r0:r1] = mu
         else:
             labels, best = viterbi(us, trans)
             out_labels[r0:r1] = labels
+        if best == -np.inf and infeasible < 0:
+            infeasible = s
+    return infeasible
 
 
 @njit

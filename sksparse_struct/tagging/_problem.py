@@ -224,10 +224,20 @@ class ChainRunner:
         labels = np.zeros(data.n_tokens if not marginals else 0, dtype=np.int64)
         mu = np.zeros((data.n_tokens, model.n_labels) if marginals else (0, model.n_labels))
         p0, p1 = data.pair_ranges(model.attr_ptr)
-        self.map(lambda ids: fast.decode_part(marginals, data.indptr, p0, p1, data.data,
-                                              model.pair_label, w_unary,
-                                              data.offsets, trans, start, end, ids, labels, mu),
-                 data.chunks())
+        infeasible = self.map(
+            lambda ids: fast.decode_part(marginals, data.indptr, p0, p1, data.data,
+                                         model.pair_label, w_unary, data.offsets, trans,
+                                         start, end, ids, labels, mu),
+            data.chunks(),
+        )
+        bad = [s for s in infeasible if s >= 0]
+        if bad:
+            s = min(bad)
+            n = data.offsets[s + 1] - data.offsets[s]
+            raise ValueError(
+                f"sequence {s} ({n} tokens) cannot be tagged: every label sequence of that "
+                "length uses a forbidden transition, start or end (see forbidden_transitions)."
+            )
         return mu if marginals else labels
 
     # --- training -----------------------------------------------------------

@@ -346,6 +346,18 @@ def test_explicit_forbidden_transitions_and_gold_violations():
         LinearChainCRF(forbidden_transitions=[(None, "NOUN")]).fit(X, y)
 
 
+def test_sequences_that_no_allowed_path_can_tag_are_an_error():
+    # IOBES without S- or O labels: a one-token sequence must start with B-
+    # and end with E-, which is impossible.
+    X = [[{"w": "a"}, {"w": "b"}], [{"w": "c"}, {"w": "d"}, {"w": "e"}]]
+    y = [["B-X", "E-X"], ["B-X", "I-X", "E-X"]]
+    crf = LinearChainCRF(forbidden_transitions="iobes").fit(X, y)
+    assert crf.predict(X) == y
+    for method in (crf.predict, crf.predict_marginals):
+        with pytest.raises(ValueError, match="sequence 1 .1 tokens. cannot be tagged"):
+            method([[{"w": "a"}, {"w": "b"}], [{"w": "a"}]])
+
+
 def test_all_possible_states_and_transitions():
     X, y = _tiny_tagging_data()
     sparse = LinearChainCRF().fit(X, y)
