@@ -7,5 +7,6 @@ and smoke tests run without downloading anything.
 
 from ._conll import read_conll
 from ._samples import load_ewt_sample
+from ._treebank import read_conllu, write_conllu
 
-__all__ = ["load_ewt_sample", "read_conll"]
+__all__ = ["load_ewt_sample", "read_conll", "read_conllu", "write_conllu"]

@@ -17,8 +17,10 @@ import io
 import os
 import re
 
-__all__ = ["UPOS_TAGS", "Sentence", "parse_conllu", "read_conllu_sentences",
-           "words_and_tags"]
+import numpy as np
+
+__all__ = ["UPOS_TAGS", "Sentence", "feats_error", "first_bad_tree", "parse_conllu",
+           "parse_treebank", "read_conllu_sentences", "tree_error", "words_and_tags"]
 
 # The 17 universal part-of-speech tags of UD v2, in the order of the UD
 # documentation (alphabetical).
@@ -294,3 +296,348 @@ def words_and_tags(sentences, tag="upos"):
     X = [[token["form"] for token in sentence] for sentence in sentences]
     y = [[token[tag] for token in sentence] for sentence in sentences]
     return X, y
+
+
+# --------------------------------------------------------------------------
+# Fast path for whole treebanks (``read_conllu``)
+#
+# The same checks as ``parse_conllu``, arranged so that the common case costs
+# a split, a few dict/set look-ups and a dict per word: ``parse_conllu`` runs
+# regexes on every line and takes ~10 us per word, too slow for a 200k-word
+# treebank. Heads are checked for trees afterwards, for all sentences at
+# once, with NumPy.
+
+# ID and HEAD strings of the common case, looked up instead of parsed, which
+# also keeps them strict ("+1", " 1", "01" or "١" are not found).
+_ID_TEXT = tuple(str(i) for i in range(1024))
+_HEAD_VALUE = {text: i for i, text in enumerate(_ID_TEXT)}
+_UPOS_OR_BLANK = _UPOS_SET | {"_"}
+
+
+def feats_error(text):
+    """What is wrong with a FEATS column, or ``None`` if it is well formed."""
+    if text == "_":
+        return None
+    names = set()
+    for item in text.split("|"):
+        if not _FEATURE.fullmatch(item):
+            return f"FEATS item {item!r} is not of the form Name=Value"
+        name = item.partition("=")[0]
+        if name in names:
+            return f"feature {name!r} is given twice in FEATS"
+        names.add(name)
+    return None
+
+
+def _check_token_line(cols, n_words, source, lineno):
+    """Error for a token line the fast path could not take, or ``None``.
+
+    ``None`` means the line is a multiword range or an empty node (skipped).
+    """
+    if len(cols) != 10:
+        _fail(source, lineno, f"expected 10 tab-separated columns, found {len(cols)}")
+    for name, col in zip(_COLUMNS, cols):
+        if not col:
+            _fail(source, lineno, f"column {name} is empty")
+    if _WORD_ID.fullmatch(cols[0]):
+        word_id = int(cols[0])
+        if word_id != n_words + 1:
+            _fail(source, lineno, f"word ID {word_id} is out of sequence "
+                  f"(expected {n_words + 1})")
+        return word_id
+    if match := _RANGE_ID.fullmatch(cols[0]):
+        if int(match.group(1)) >= int(match.group(2)):
+            _fail(source, lineno, f"multiword range {cols[0]!r} is empty")
+        return None
+    if not _EMPTY_ID.fullmatch(cols[0]):
+        _fail(source, lineno, f"ID {cols[0]!r} is not a positive integer, "
+              "a range like '1-2' or an empty node like '8.1'")
+    return None
+
+
+def _comment_metadata(comments):
+    # "# key = value" -> key: value; a bare "# remark" -> "remark": None.
+    metadata = {}
+    for line in comments:
+        key, eq, value = line[1:].partition("=")
+        metadata[key.strip()] = value.strip() if eq else None
+    return metadata
+
+
+def _parse_block_lines(lines, first_line, source, seen_feats):
+    """Words of one sentence, line by line: the path for every unusual case.
+
+    ``lines`` are the token lines of the sentence, the first on line
+    ``first_line``. Returns ``(tokens, heads, deprels, word_lines)``.
+    """
+    tokens, heads, deprels, word_lines = [], [], [], []
+    for lineno, line in enumerate(lines, start=first_line):
+        if line[0] == "#":
+            _fail(source, lineno, "comment line after the token lines of a "
+                  "sentence (a blank line must end each sentence)")
+        cols = line.split("\t")
+        n_words = len(tokens)
+        if _check_token_line(cols, n_words, source, lineno) is None:
+            continue
+        head = _HEAD_VALUE.get(cols[6])
+        if head is None:
+            if not _HEAD.fullmatch(cols[6]):
+                _fail(source, lineno, f"HEAD {cols[6]!r} of word {n_words + 1} is "
+                      "not a non-negative integer")
+            head = int(cols[6])
+        if cols[3] not in _UPOS_OR_BLANK:
+            _fail(source, lineno, f"UPOS {cols[3]!r} of word {n_words + 1} is not "
+                  "one of the 17 universal POS tags")
+        feats = cols[5]
+        if feats not in seen_feats:
+            problem = feats_error(feats)
+            if problem is not None:
+                _fail(source, lineno, problem)
+            seen_feats.add(feats)
+        tokens.append({"form": cols[1], "lemma": cols[2], "upos": cols[3],
+                       "xpos": cols[4], "feats": feats})
+        heads.append(head)
+        deprels.append(cols[7])
+        word_lines.append(lineno)
+    if not tokens:
+        _fail(source, first_line + len(lines), "sentence has no word lines")
+    return tokens, heads, deprels, word_lines
+
+
+def _parse_block_fast(lines, seen_feats, may_have_empty_column=True):
+    """Words of one sentence, column-wise; ``None`` if it needs a closer look.
+
+    Handles sentences with 10 non-empty columns on every line, words
+    numbered 1..n (between well-formed multiword ranges and empty nodes),
+    HEADs below 1024 and valid UPOS and FEATS. Anything else (including
+    every error) is left to :func:`_parse_block_lines`.
+    """
+    rows = [line.split("\t") for line in lines]
+    if set(map(len, rows)) != {10}:
+        return None
+    cols = tuple(zip(*rows))
+    if may_have_empty_column and any("" in col for col in cols):
+        return None
+    n = len(rows)
+    if n >= len(_ID_TEXT):
+        return None
+    if cols[0] != _ID_TEXT[1:n + 1]:
+        # Set multiword ranges and empty nodes aside (after checking them).
+        words = []
+        for row in rows:
+            if "-" in row[0]:
+                match = _RANGE_ID.fullmatch(row[0])
+                if match is None or int(match.group(1)) >= int(match.group(2)):
+                    return None
+            elif "." in row[0]:
+                if not _EMPTY_ID.fullmatch(row[0]):
+                    return None
+            else:
+                words.append(row)
+        if not words:
+            return None
+        cols = tuple(zip(*words))
+        if cols[0] != _ID_TEXT[1:len(words) + 1]:
+            return None
+    if not _UPOS_OR_BLANK.issuperset(cols[3]):
+        return None
+    if not seen_feats.issuperset(cols[5]):
+        new = set(cols[5]).difference(seen_feats)
+        if any(feats_error(feats) is not None for feats in new):
+            return None
+        seen_feats.update(new)
+    try:
+        heads = list(map(_HEAD_VALUE.__getitem__, cols[6]))
+    except KeyError:
+        return None
+    tokens = [{"form": f, "lemma": lem, "upos": u, "xpos": x, "feats": ft}
+              for f, lem, u, x, ft in zip(cols[1], cols[2], cols[3], cols[4], cols[5])]
+    return tokens, heads, list(cols[7])
+
+
+def parse_treebank(text, source="<string>"):
+    """Parse a CoNLL-U text into the columns of a treebank, fast and strictly.
+
+    Checks everything :func:`parse_conllu` checks, except that HEADs are
+    only checked to be non-negative integers here: :func:`first_bad_tree`
+    and :func:`tree_error` check the trees.
+
+    Sentences are cut at blank lines with ``str.split``; a sentence whose
+    lines are all plain word lines is then parsed column by column with
+    C-level operations (``zip``, tuple comparison, set inclusion), and any
+    other sentence line by line, which also finds the line of every error.
+
+    Parameters
+    ----------
+    text : str
+        The whole document ("\\n" or "\\r\\n" line ends).
+    source : str, default="<string>"
+        Name used in error messages.
+
+    Returns
+    -------
+    tokens : list of list of dict
+        Per sentence, one dict per syntactic word with the keys ``form``,
+        ``lemma``, ``upos``, ``xpos`` and ``feats`` (FEATS as written).
+    heads : list of int
+        The HEAD column of all the sentences, one after the other.
+    lengths : list of int
+        The number of words of each sentence.
+    deprels : list of list of str
+        Per sentence, the DEPREL column.
+    metadata : list of dict
+        Per sentence, its comments (see :func:`_comment_metadata`).
+    first_lines : list of int
+        Per sentence, the 1-based line number of its first token line.
+    """
+    if "\r" in text:
+        # Strip the "\r" of line ends only; one inside a line stays there.
+        text = re.sub(r"\r+(?=\n|\Z)", "", text)
+    all_tokens, flat_heads, lengths, all_deprels = [], [], [], []
+    all_metadata, first_lines = [], []
+    seen_feats = {"_"}  # FEATS strings already checked
+    lineno = 1  # of the first line of the current block
+    for block in text.split("\n\n"):
+        block_start = lineno
+        lineno += block.count("\n") + 2
+        lines = block.split("\n")
+        # Runs of blank lines leave empty lines at the ends of blocks.
+        start, stop = 0, len(lines)
+        while start < stop and not lines[start]:
+            start += 1
+        while stop > start and not lines[stop - 1]:
+            stop -= 1
+        if start == stop:
+            continue
+        first = start
+        while first < stop and lines[first][0] == "#":
+            first += 1
+        if first == stop:
+            # The blank line after the comments, or the last line of the file.
+            _fail(source, min(block_start + stop, text.count("\n") + 1 - text.endswith("\n")),
+                  "comment lines are not followed by any token line")
+        # A block holds no blank line: "\n\n" would have split it.
+        token_lines = lines[first:stop]
+        # An empty column shows as two tabs in a row or a tab at a line end;
+        # looking for them in the block text is a cheap conservative test.
+        suspect = ("\t\t" in block or "\t\n" in block or "\n\t" in block
+                   or block[:1] == "\t" or block[-1:] == "\t")
+        parsed = _parse_block_fast(token_lines, seen_feats, suspect)
+        if parsed is None:
+            parsed = _parse_block_lines(token_lines, block_start + first, source,
+                                        seen_feats)[:3]
+        tokens, heads, deprels = parsed
+        all_tokens.append(tokens)
+        flat_heads.extend(heads)
+        lengths.append(len(heads))
+        all_deprels.append(deprels)
+        all_metadata.append(_comment_metadata(lines[start:first]))
+        first_lines.append(block_start + first)
+    return all_tokens, flat_heads, lengths, all_deprels, all_metadata, first_lines
+
+
+def sentence_word_lines(text, first_line, source="<string>"):
+    """The line number of each word of the sentence starting on ``first_line``.
+
+    For error messages only: re-reads that one sentence line by line.
+    """
+    lines = text.split("\n")[first_line - 1:]
+    stop = next((k for k, line in enumerate(lines) if not line.rstrip("\r")), len(lines))
+    lines = [line.rstrip("\r") for line in lines[:stop]]
+    return _parse_block_lines(lines, first_line, source, set())[3]
+
+
+def tree_error(heads, single_root=False):
+    """What makes ``heads`` not a tree, as ``(word, message)``, or ``None``.
+
+    ``heads[i]`` is the head of word ``i + 1`` (0 for the root). ``word`` is
+    the 1-based word the message is about. The checks, in order: a head out
+    of range, a word that is its own head, a cycle (listing its words, and
+    saying so when no word is attached to the root, which always leaves a
+    cycle), and with ``single_root`` more than one word attached to the
+    root (listing them).
+
+    Examples
+    --------
+    >>> from sksparse_struct.datasets._conllu import tree_error
+    >>> tree_error([2, 0, 2]) is None
+    True
+    >>> tree_error([0, 3, 4, 2])
+    (2, 'words 2 -> 3 -> 4 -> 2 form a cycle (their heads never reach the root)')
+    >>> tree_error([0, 0], single_root=True)
+    (2, 'words 1 and 2 are both attached to the root (single_root=True)')
+    """
+    n = len(heads)
+    for i, h in enumerate(heads):
+        if h < 0 or h > n:
+            return i + 1, (f"HEAD {h} of word {i + 1} is out of range: the "
+                           f"sentence has {n} words")
+        if h == i + 1:
+            return i + 1, f"word {h} is its own head"
+    roots = [i + 1 for i, h in enumerate(heads) if h == 0]
+    state = [0] * (n + 1)  # 0 unseen, 1 on the current path, 2 reaches the root
+    state[0] = 2
+    for start in range(1, n + 1):
+        path = []
+        v = start
+        while state[v] == 0:
+            state[v] = 1
+            path.append(v)
+            v = heads[v - 1]
+        if state[v] == 1:
+            cycle = path[path.index(v):]
+            # Start the cycle at its smallest word, so the message is stable.
+            k = cycle.index(min(cycle))
+            cycle = cycle[k:] + cycle[:k]
+            words = " -> ".join(map(str, cycle + cycle[:1]))
+            if not roots:
+                return cycle[0], ("no word is attached to the root (HEAD 0): "
+                                  f"words {words} form a cycle")
+            return cycle[0], (f"words {words} form a cycle (their heads never "
+                              "reach the root)")
+        for u in path:
+            state[u] = 2
+    if single_root and len(roots) > 1:
+        listed = ", ".join(map(str, roots[:-1])) + f" and {roots[-1]}"
+        both = "both" if len(roots) == 2 else "all"
+        return roots[1], (f"words {listed} are {both} attached to the root "
+                          "(single_root=True)")
+    return None
+
+
+def first_bad_tree(flat_heads, lengths, single_root=False):
+    """Index of the first sentence whose heads are not a tree, or ``None``.
+
+    All sentences at once: ``flat_heads`` (int64) holds the heads of every
+    sentence one after the other, ``lengths`` the number of words of each.
+    Words are followed up to the root by pointer doubling, so a sentence
+    costs O(n log n) NumPy work instead of a Python loop per word.
+    """
+    n_total = flat_heads.shape[0]
+    n_sent = lengths.shape[0]
+    if n_sent == 0:
+        return None
+    starts = np.zeros(n_sent, dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    sentence = np.repeat(np.arange(n_sent), lengths)
+    position = np.arange(n_total) - starts[sentence]  # 0-based word index
+    bad = (flat_heads < 0) | (flat_heads > lengths[sentence]) | (flat_heads == position + 1)
+    bad_sentence = np.zeros(n_sent, dtype=bool)
+    bad_sentence[sentence[bad]] = True
+    is_root = flat_heads == 0
+    n_roots = np.bincount(sentence[is_root], minlength=n_sent)
+    bad_sentence |= n_roots == 0
+    if single_root:
+        bad_sentence |= n_roots > 1
+    # parent[g] is the global index of the head of word g; n_total is the root.
+    parent = np.where(is_root | bad, n_total, starts[sentence] + flat_heads - 1)
+    parent = np.append(parent, n_total)
+    longest = int(lengths.max())
+    steps = 1
+    while (1 << steps) < longest + 1:
+        steps += 1
+    for _ in range(steps):
+        parent = parent[parent]
+    bad_sentence[sentence[parent[:-1] != n_total]] = True
+    found = np.flatnonzero(bad_sentence)
+    return int(found[0]) if found.shape[0] else None

@@ -1,0 +1,397 @@
+"""Dependency treebanks in CoNLL-U: ``read_conllu`` and ``write_conllu``.
+
+A treebank is ``(X, heads)``: ``X`` a list of sentences, each a list of
+token dicts, and ``heads`` a list of int64 arrays, ``heads[i][j]`` the head
+of word ``j + 1`` of sentence ``i`` (0 for the root), as in the HEAD column.
+Relation labels and comment metadata come on request. Both functions check
+that every sentence is a tree, so that a broken file or a broken prediction
+fails here, naming the sentence and the line, rather than in a parser or in
+the official evaluation script.
+"""
+
+import gc
+import gzip
+import io
+import os
+
+import numpy as np
+
+from ._conll import _read_text, _source_name
+from ._conllu import (
+    _UPOS_OR_BLANK,
+    feats_error,
+    first_bad_tree,
+    parse_treebank,
+    sentence_word_lines,
+    tree_error,
+)
+
+__all__ = ["read_conllu", "write_conllu"]
+
+# The token-dict keys written to, and read from, the columns FORM..FEATS.
+_TOKEN_KEYS = ("form", "lemma", "upos", "xpos", "feats")
+
+
+def _check_bool(value, name):
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False; got {value!r}.")
+    return bool(value)
+
+
+def _sentence_name(i, metadata):
+    sent_id = metadata[i].get("sent_id") if metadata is not None else None
+    return f"sentence {i + 1}" + (f" (sent_id {sent_id})" if sent_id else "")
+
+
+def read_conllu(path, *, return_deprel=False, return_metadata=False,
+                single_root=False, encoding="utf-8"):
+    """Read a CoNLL-U dependency treebank (Universal Dependencies).
+
+    Only the basic tree over syntactic words is read: multiword-token lines
+    (ID ``1-2``, e.g. "don't", whose words "do" and "n't" follow) and empty
+    nodes of the enhanced graph (ID ``8.1``) are checked for form and
+    skipped; the words of each sentence must be numbered 1, 2, ..., n. The
+    DEPS and MISC columns are checked to be present and otherwise ignored.
+
+    Parameters
+    ----------
+    path : str, os.PathLike or file object
+        The file, plain or gzip-compressed (recognised from the content,
+        whatever the name). A file object may be opened in text or binary
+        mode.
+    return_deprel : bool, default=False
+        Also return the DEPREL column.
+    return_metadata : bool, default=False
+        Also return the comments of each sentence.
+    single_root : bool, default=False
+        Require exactly one word attached to the root in every sentence, as
+        the UD guidelines and the official evaluation script
+        (``conll18_ud_eval.py``) do. The default accepts several, as some
+        non-UD dependency treebanks have them; a sentence with none is an
+        error either way (its heads would form a cycle).
+    encoding : str, default="utf-8"
+        Text encoding of the file (CoNLL-U files are UTF-8).
+
+    Returns
+    -------
+    X : list of list of dict
+        One list per sentence, one dict per word with the keys ``"form"``,
+        ``"lemma"``, ``"upos"``, ``"xpos"`` and ``"feats"`` (the columns as
+        written: ``"_"`` when unspecified, FEATS as one string such as
+        ``"Number=Sing|Person=3"``).
+    heads : list of ndarray of shape (n_words,), dtype int64
+        The HEAD column of each sentence: ``heads[i][j]`` is the 1-based
+        index of the head of word ``j + 1``, 0 for the root.
+    deprels : list of list of str
+        The DEPREL column of each sentence. Only if ``return_deprel``.
+    metadata : list of dict
+        The comments of each sentence, in order: ``# key = value`` gives
+        ``metadata[i][key] == value`` (``sent_id``, ``text``, ``newdoc id``,
+        ...), a bare ``# remark`` gives ``metadata[i]["remark"] is None``.
+        :func:`write_conllu` writes them back. Only if
+        ``return_metadata``; it comes after ``deprels`` when both are asked
+        for.
+
+    Raises
+    ------
+    ValueError
+        On malformed input, naming the file, the line and, for trees, the
+        sentence: a token line without 10 tab-separated columns or with an
+        empty column; an ID that is not an integer, a range or an empty
+        node; words not numbered 1, 2, ..., n; a HEAD that is not a
+        non-negative integer, is larger than n or is the word itself; an
+        unknown UPOS tag; malformed FEATS; a sentence with no word attached
+        to the root; heads forming a cycle (the words of the cycle are
+        listed); with ``single_root``, two or more words attached to the
+        root (all listed); a comment inside a sentence; comments not
+        followed by a sentence; text not in ``encoding``.
+
+    See Also
+    --------
+    write_conllu : Write a treebank (e.g. predicted heads) as CoNLL-U.
+    read_conll : CoNLL-U (and other CoNLL files) as token and tag sequences.
+
+    Examples
+    --------
+    >>> import io
+    >>> from sksparse_struct.datasets import read_conllu
+    >>> conllu = '''# sent_id = s1
+    ... # text = I don't know
+    ... 1\\tI\\tI\\tPRON\\tPRP\\tCase=Nom\\t4\\tnsubj\\t_\\t_
+    ... 2-3\\tdon't\\t_\\t_\\t_\\t_\\t_\\t_\\t_\\t_
+    ... 2\\tdo\\tdo\\tAUX\\tVBP\\t_\\t4\\taux\\t_\\t_
+    ... 3\\tn't\\tnot\\tPART\\tRB\\t_\\t4\\tadvmod\\t_\\t_
+    ... 4\\tknow\\tknow\\tVERB\\tVB\\t_\\t0\\troot\\t_\\t_
+    ... '''
+    >>> X, heads, deprels = read_conllu(io.StringIO(conllu), return_deprel=True)
+    >>> [token["form"] for token in X[0]], heads[0].tolist()
+    (['I', 'do', "n't", 'know'], [4, 4, 4, 0])
+    >>> X[0][0]
+    {'form': 'I', 'lemma': 'I', 'upos': 'PRON', 'xpos': 'PRP', 'feats': 'Case=Nom'}
+    >>> deprels[0]
+    ['nsubj', 'aux', 'advmod', 'root']
+    >>> read_conllu(io.StringIO(conllu.replace("\\t0\\troot", "\\t2\\troot")))
+    Traceback (most recent call last):
+    ...
+    ValueError: <file object>, line 5: sentence 1 (sent_id s1): no word is attached
+    to the root (HEAD 0): words 2 -> 4 -> 2 form a cycle
+    """
+    return_deprel = _check_bool(return_deprel, "return_deprel")
+    return_metadata = _check_bool(return_metadata, "return_metadata")
+    single_root = _check_bool(single_root, "single_root")
+    source = _source_name(path)
+    text = _read_text(path, source, encoding)
+    # The parse allocates millions of small objects, none of them cyclic;
+    # the cyclic garbage collector would scan them again and again.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        tokens, flat, lengths, deprels, metadata, first_lines = parse_treebank(text, source)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    flat = np.array(flat, dtype=np.int64)
+    lengths = np.array(lengths, dtype=np.int64)
+    bad = first_bad_tree(flat, lengths, single_root)
+    if bad is not None:
+        start = int(lengths[:bad].sum())
+        word, message = tree_error(flat[start:start + lengths[bad]].tolist(), single_root)
+        word_line = sentence_word_lines(text, first_lines[bad], source)[word - 1]
+        raise ValueError(f"{source}, line {word_line}: "
+                         f"{_sentence_name(bad, metadata)}: {message}")
+    # Own arrays rather than views of one buffer: pickling or editing one
+    # sentence must not drag in or change the others.
+    y = [h.copy() for h in np.split(flat, np.cumsum(lengths[:-1]))] if len(tokens) else []
+    result = [tokens, y]
+    if return_deprel:
+        result.append(deprels)
+    if return_metadata:
+        result.append(metadata)
+    return tuple(result)
+
+
+def _check_field(value, what):
+    if not isinstance(value, str):
+        raise ValueError(f"{what} must be a str; got {type(value).__name__} {value!r}.")
+    if not value or value.isspace():
+        raise ValueError(f"{what} is empty; write '_' for an unspecified field.")
+    if "\t" in value or "\n" in value or "\r" in value:
+        raise ValueError(f"{what} contains a tab or a line break: {value!r}.")
+    return value
+
+
+def _check_column(values, what, checked):
+    """Check the strings of one column; ``checked`` caches the good ones.
+
+    ``what`` names a field for error messages, with ``{}`` for the word.
+    """
+    try:
+        if checked.issuperset(values):
+            return
+    except TypeError:  # an unhashable value: found and named below
+        pass
+    for j, value in enumerate(values):
+        _check_field(value, what.format(j + 1))
+    checked.update(values)
+
+
+def _sentence_columns(sentence, i, checked, checked_feats):
+    """FORM, LEMMA, UPOS, XPOS, FEATS and MISC of sentence ``i``, checked."""
+    if isinstance(sentence, (str, dict)) or not hasattr(sentence, "__len__"):
+        raise ValueError(f"X[{i}] must be a list of token dicts; got "
+                         f"{type(sentence).__name__}.")
+    for j, token in enumerate(sentence):
+        if not isinstance(token, dict):
+            raise ValueError(f"sentence {i + 1}, word {j + 1}: a token must be a "
+                             f"dict; got {type(token).__name__}.")
+    columns = []
+    for key in _TOKEN_KEYS + ("misc",):
+        column = [token.get(key, "_") for token in sentence]
+        _check_column(column, f"sentence {i + 1}, word {{}}: {key!r}", checked)
+        columns.append(column)
+    if not _UPOS_OR_BLANK.issuperset(columns[2]):
+        j, upos = next((j, u) for j, u in enumerate(columns[2]) if u not in _UPOS_OR_BLANK)
+        raise ValueError(f"sentence {i + 1}, word {j + 1}: upos {upos!r} is not one "
+                         "of the 17 universal POS tags.")
+    if not checked_feats.issuperset(columns[4]):
+        for j, feats in enumerate(columns[4]):
+            problem = feats_error(feats)
+            if problem is not None:
+                raise ValueError(f"sentence {i + 1}, word {j + 1}: {problem}.")
+        checked_feats.update(columns[4])
+    return columns
+
+
+def _check_heads(h, n_words, i):
+    arr = np.asarray(h)
+    if arr.ndim != 1 or arr.shape[0] != n_words:
+        raise ValueError(f"heads[{i}] (sentence {i + 1}) must be a vector of "
+                         f"{n_words} heads, one per word of X[{i}]; got shape {arr.shape}.")
+    if n_words and not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"heads[{i}] (sentence {i + 1}) must hold integer head "
+                         f"indices; got dtype {arr.dtype}.")
+    return arr.astype(np.int64, copy=False)
+
+
+def _comment_lines(entry, i):
+    if isinstance(entry, dict):
+        lines = []
+        for key, value in entry.items():
+            if not isinstance(key, str) or (value is not None and not isinstance(value, str)):
+                raise ValueError(f"comments[{i}] must map str keys to str values "
+                                 f"(or None); got {key!r}: {value!r}.")
+            lines.append(f"# {key}" if value is None else f"# {key} = {value}")
+    elif isinstance(entry, str) or not hasattr(entry, "__iter__"):
+        raise ValueError(f"comments[{i}] must be a dict (as read_conllu's metadata) "
+                         f"or a list of comment lines; got {type(entry).__name__}.")
+    else:
+        lines = []
+        for line in entry:
+            if not isinstance(line, str):
+                raise ValueError(f"comments[{i}] holds {line!r}, not a str.")
+            lines.append(line if line.startswith("#") else f"# {line}")
+    for line in lines:
+        if "\n" in line or "\r" in line:
+            raise ValueError(f"comments[{i}]: comment {line!r} contains a line break.")
+    return lines
+
+
+def write_conllu(path, X, heads, deprels=None, *, comments=None, single_root=False):
+    """Write sentences and their dependency trees as a CoNLL-U file.
+
+    Each word becomes a line of 10 tab-separated columns: its 1-based ID,
+    FORM, LEMMA, UPOS, XPOS and FEATS from the token dict (``"_"`` for a key
+    the dict lacks), HEAD, DEPREL, ``"_"`` for DEPS and the dict's ``"misc"``
+    (``"_"`` if absent). Each sentence ends with a blank line, the file too,
+    as the official evaluation script ``conll18_ud_eval.py`` requires; it
+    scores the file when every sentence has exactly one root word (pass
+    ``single_root=True`` to check that here) and the word forms spell out
+    the gold file's tokens (true of X as read by :func:`read_conllu` from
+    a treebank whose multiword tokens are the concatenation of their words,
+    such as English or Vietnamese).
+
+    Parameters
+    ----------
+    path : str, os.PathLike or text file object
+        Where to write. A name ending in ``.gz`` is written gzip-compressed.
+    X : list of list of dict
+        Sentences of token dicts, as :func:`read_conllu` returns them.
+    heads : list of array-like of int
+        ``heads[i][j]`` is the head of word ``j + 1`` of sentence ``i``, 0
+        for the root. Each sentence's heads must form a tree.
+    deprels : list of list of str, default=None
+        The DEPREL column. ``None`` writes ``"_"`` (unspecified): the
+        evaluation script then scores UAS and counts no label as correct,
+        rather than crediting a placeholder label such as ``"dep"``.
+    comments : list, default=None
+        Per sentence, either a dict as in ``read_conllu``'s metadata
+        (written as ``# key = value``, or ``# key`` for a ``None`` value) or
+        a list of comment lines (``"# "`` is prepended to a line that lacks
+        the ``#``). ``None`` writes ``# sent_id = <1-based index>`` and
+        ``# text = <the forms joined by spaces>`` (consistent with the file,
+        whose MISC has no ``SpaceAfter=No``).
+    single_root : bool, default=False
+        Require exactly one word attached to the root in every sentence.
+
+    Returns
+    -------
+    path : str, os.PathLike or file object
+        ``path``, so that the file can be read back in one expression.
+
+    Raises
+    ------
+    ValueError
+        Naming the sentence (and word) at fault: ``len(heads)``,
+        ``len(deprels)`` or ``len(comments)`` differs from ``len(X)``; a
+        sentence's heads or deprels are not one per word; non-integer heads;
+        heads that are not a tree (out of range, a word its own head, no
+        root, a cycle, several roots with ``single_root``); a field that is
+        not a non-empty string free of tabs and line breaks; an unknown UPOS
+        tag or malformed FEATS (which :func:`read_conllu` would reject).
+
+    See Also
+    --------
+    read_conllu : Read a CoNLL-U treebank.
+
+    Examples
+    --------
+    >>> import io
+    >>> from sksparse_struct.datasets import write_conllu
+    >>> X = [[{"form": "Dogs", "upos": "NOUN"}, {"form": "bark", "upos": "VERB"}]]
+    >>> out = write_conllu(io.StringIO(), X, [[2, 0]], [["nsubj", "root"]])
+    >>> print(out.getvalue().replace("\\t", " "), end="")
+    # sent_id = 1
+    # text = Dogs bark
+    1 Dogs _ NOUN _ _ 2 nsubj _ _
+    2 bark _ VERB _ _ 0 root _ _
+    <BLANKLINE>
+    >>> write_conllu(io.StringIO(), X, [[2, 1]])
+    Traceback (most recent call last):
+    ...
+    ValueError: sentence 1: heads[0] is not a tree: no word is attached to the root
+    (HEAD 0): words 1 -> 2 -> 1 form a cycle
+    """
+    single_root = _check_bool(single_root, "single_root")
+    for name, value in (("X", X), ("heads", heads), ("deprels", deprels),
+                        ("comments", comments)):
+        if value is not None and (isinstance(value, (str, dict))
+                                  or not hasattr(value, "__len__")):
+            raise ValueError(f"{name} must be a list with one entry per sentence; "
+                             f"got {type(value).__name__}.")
+    n_sent = len(X)
+    for name, value in (("heads", heads), ("deprels", deprels), ("comments", comments)):
+        if value is not None and len(value) != n_sent:
+            raise ValueError(f"{name} has {len(value)} entries but X has {n_sent} "
+                             "sentences; give one per sentence.")
+    checked, checked_feats = set(), {"_"}
+    columns = [_sentence_columns(sentence, i, checked, checked_feats)
+               for i, sentence in enumerate(X)]
+    lengths = np.array([len(c[0]) for c in columns], dtype=np.int64)
+    if n_sent and lengths.min() == 0:
+        i = int(np.argmin(lengths))
+        raise ValueError(f"sentence {i + 1} has no words; CoNLL-U sentences have "
+                         "at least one.")
+    arrays = [_check_heads(heads[i], int(lengths[i]), i) for i in range(n_sent)]
+    flat = np.concatenate(arrays) if n_sent else np.zeros(0, dtype=np.int64)
+    bad = first_bad_tree(flat, lengths, single_root)
+    if bad is not None:
+        _, message = tree_error(arrays[bad].tolist(), single_root)
+        raise ValueError(f"sentence {bad + 1}: heads[{bad}] is not a tree: {message}")
+    if deprels is not None:
+        for i, labels in enumerate(deprels):
+            if isinstance(labels, str) or not hasattr(labels, "__len__") \
+                    or len(labels) != lengths[i]:
+                got = len(labels) if hasattr(labels, "__len__") else type(labels).__name__
+                raise ValueError(f"deprels[{i}] (sentence {i + 1}) must hold one "
+                                 f"label per word ({lengths[i]}); got {got}.")
+            _check_column(list(labels), f"sentence {i + 1}, word {{}}: deprel", checked)
+    out = []
+    for i, (forms, lemmas, upos, xpos, feats, misc) in enumerate(columns):
+        if comments is None:
+            out.append(f"# sent_id = {i + 1}\n# text = {' '.join(forms)}\n")
+        else:
+            out.extend(line + "\n" for line in _comment_lines(comments[i], i))
+        labels = deprels[i] if deprels is not None else ("_",) * len(forms)
+        out.extend(
+            f"{j}\t{f}\t{lem}\t{u}\t{x}\t{ft}\t{h}\t{d}\t_\t{m}\n"
+            for j, f, lem, u, x, ft, h, d, m in zip(
+                range(1, len(forms) + 1), forms, lemmas, upos, xpos, feats,
+                arrays[i].tolist(), labels, misc))
+        out.append("\n")
+    _write_text(path, "".join(out))
+    return path
+
+
+def _write_text(path, text):
+    if hasattr(path, "write"):
+        if isinstance(path, (io.RawIOBase, io.BufferedIOBase)):
+            path.write(text.encode("utf-8"))
+        else:
+            path.write(text)
+        return
+    data = text.encode("utf-8")
+    if os.fspath(path).lower().endswith(".gz"):
+        # mtime=0: the same treebank gives the same bytes.
+        data = gzip.compress(data, mtime=0)
+    with open(path, "wb") as f:
+        f.write(data)
