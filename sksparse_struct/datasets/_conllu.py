@@ -370,7 +370,8 @@ def _parse_block_lines(lines, first_line, source, seen_feats):
     ``lines`` are the token lines of the sentence, the first on line
     ``first_line``. Returns ``(tokens, heads, deprels, word_lines)``.
     """
-    tokens, heads, deprels, word_lines = [], [], [], []
+    tokens, heads, deprels, word_lines, multiword = [], [], [], [], []
+    range_line = 0
     for lineno, line in enumerate(lines, start=first_line):
         if line[0] == "#":
             _fail(source, lineno, "comment line after the token lines of a "
@@ -378,6 +379,16 @@ def _parse_block_lines(lines, first_line, source, seen_feats):
         cols = line.split("\t")
         n_words = len(tokens)
         if _check_token_line(cols, n_words, source, lineno) is None:
+            if match := _RANGE_ID.fullmatch(cols[0]):
+                first, last = int(match.group(1)), int(match.group(2))
+                previous = multiword[-1][1] if multiword else 0
+                if first != n_words + 1 or first <= previous:
+                    _fail(source, lineno, f"multiword range {cols[0]!r} is out of "
+                          f"place: it must come right before word {first} (the next "
+                          f"word here is {n_words + 1}) and after the words of any "
+                          "earlier range")
+                multiword.append((first, last, cols[1]))
+                range_line = lineno
             continue
         head = _HEAD_VALUE.get(cols[6])
         if head is None:
@@ -401,7 +412,10 @@ def _parse_block_lines(lines, first_line, source, seen_feats):
         word_lines.append(lineno)
     if not tokens:
         _fail(source, first_line + len(lines), "sentence has no word lines")
-    return tokens, heads, deprels, word_lines
+    if multiword and multiword[-1][1] > len(tokens):
+        _fail(source, range_line, f"multiword range {multiword[-1][0]}-{multiword[-1][1]} "
+              f"goes past the last word ({len(tokens)})")
+    return tokens, heads, deprels, multiword, word_lines
 
 
 def _parse_block_fast(lines, seen_feats, may_have_empty_column=True):
@@ -421,14 +435,20 @@ def _parse_block_fast(lines, seen_feats, may_have_empty_column=True):
     n = len(rows)
     if n >= len(_ID_TEXT):
         return None
+    multiword = []
     if cols[0] != _ID_TEXT[1:n + 1]:
         # Set multiword ranges and empty nodes aside (after checking them).
         words = []
         for row in rows:
             if "-" in row[0]:
                 match = _RANGE_ID.fullmatch(row[0])
-                if match is None or int(match.group(1)) >= int(match.group(2)):
+                if match is None:
                     return None
+                first, last = int(match.group(1)), int(match.group(2))
+                previous = multiword[-1][1] if multiword else 0
+                if first >= last or first != len(words) + 1 or first <= previous:
+                    return None
+                multiword.append((first, last, row[1]))
             elif "." in row[0]:
                 if not _EMPTY_ID.fullmatch(row[0]):
                     return None
@@ -438,6 +458,8 @@ def _parse_block_fast(lines, seen_feats, may_have_empty_column=True):
             return None
         cols = tuple(zip(*words))
         if cols[0] != _ID_TEXT[1:len(words) + 1]:
+            return None
+        if multiword and multiword[-1][1] > len(words):
             return None
     if not _UPOS_OR_BLANK.issuperset(cols[3]):
         return None
@@ -452,7 +474,7 @@ def _parse_block_fast(lines, seen_feats, may_have_empty_column=True):
         return None
     tokens = [{"form": f, "lemma": lem, "upos": u, "xpos": x, "feats": ft}
               for f, lem, u, x, ft in zip(cols[1], cols[2], cols[3], cols[4], cols[5])]
-    return tokens, heads, list(cols[7])
+    return tokens, heads, list(cols[7]), multiword
 
 
 def parse_treebank(text, source="<string>"):
@@ -487,6 +509,8 @@ def parse_treebank(text, source="<string>"):
         Per sentence, the DEPREL column.
     metadata : list of dict
         Per sentence, its comments (see :func:`_comment_metadata`).
+    multiword : list of list of tuple
+        Per sentence, its multiword tokens as ``(first, last, form)``.
     first_lines : list of int
         Per sentence, the 1-based line number of its first token line.
     """
@@ -494,7 +518,7 @@ def parse_treebank(text, source="<string>"):
         # Strip the "\r" of line ends only; one inside a line stays there.
         text = re.sub(r"\r+(?=\n|\Z)", "", text)
     all_tokens, flat_heads, lengths, all_deprels = [], [], [], []
-    all_metadata, first_lines = [], []
+    all_metadata, all_multiword, first_lines = [], [], []
     seen_feats = {"_"}  # FEATS strings already checked
     lineno = 1  # of the first line of the current block
     for block in text.split("\n\n"):
@@ -525,15 +549,17 @@ def parse_treebank(text, source="<string>"):
         parsed = _parse_block_fast(token_lines, seen_feats, suspect)
         if parsed is None:
             parsed = _parse_block_lines(token_lines, block_start + first, source,
-                                        seen_feats)[:3]
-        tokens, heads, deprels = parsed
+                                        seen_feats)[:4]
+        tokens, heads, deprels, multiword = parsed
         all_tokens.append(tokens)
         flat_heads.extend(heads)
         lengths.append(len(heads))
         all_deprels.append(deprels)
         all_metadata.append(_comment_metadata(lines[start:first]))
+        all_multiword.append(multiword)
         first_lines.append(block_start + first)
-    return all_tokens, flat_heads, lengths, all_deprels, all_metadata, first_lines
+    return (all_tokens, flat_heads, lengths, all_deprels, all_metadata, all_multiword,
+            first_lines)
 
 
 def sentence_word_lines(text, first_line, source="<string>"):
@@ -544,7 +570,7 @@ def sentence_word_lines(text, first_line, source="<string>"):
     lines = text.split("\n")[first_line - 1:]
     stop = next((k for k, line in enumerate(lines) if not line.rstrip("\r")), len(lines))
     lines = [line.rstrip("\r") for line in lines[:stop]]
-    return _parse_block_lines(lines, first_line, source, set())[3]
+    return _parse_block_lines(lines, first_line, source, set())[4]
 
 
 def tree_error(heads, single_root=False):

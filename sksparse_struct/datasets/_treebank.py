@@ -44,14 +44,15 @@ def _sentence_name(i, metadata):
 
 
 def read_conllu(path, *, return_deprel=False, return_metadata=False,
-                single_root=False, encoding="utf-8"):
+                return_multiword=False, single_root=False, encoding="utf-8"):
     """Read a CoNLL-U dependency treebank (Universal Dependencies).
 
     Only the basic tree over syntactic words is read: multiword-token lines
-    (ID ``1-2``, e.g. "don't", whose words "do" and "n't" follow) and empty
-    nodes of the enhanced graph (ID ``8.1``) are checked for form and
-    skipped; the words of each sentence must be numbered 1, 2, ..., n. The
-    DEPS and MISC columns are checked to be present and otherwise ignored.
+    (ID ``1-2``, e.g. "don't", whose words "do" and "n't" follow) are set
+    aside (see ``return_multiword``) and empty nodes of the enhanced graph
+    (ID ``8.1``) skipped, after checking their form; the words of each
+    sentence must be numbered 1, 2, ..., n. The DEPS and MISC columns are
+    checked to be present and otherwise ignored.
 
     Parameters
     ----------
@@ -63,6 +64,11 @@ def read_conllu(path, *, return_deprel=False, return_metadata=False,
         Also return the DEPREL column.
     return_metadata : bool, default=False
         Also return the comments of each sentence.
+    return_multiword : bool, default=False
+        Also return the multiword tokens of each sentence, which
+        :func:`write_conllu` can write back so that the official scorer
+        matches a predicted file to the gold one in languages whose words
+        do not spell out their tokens (French "du" = "de" + "le").
     single_root : bool, default=False
         Require exactly one word attached to the root in every sentence, as
         the UD guidelines and the official evaluation script
@@ -89,8 +95,12 @@ def read_conllu(path, *, return_deprel=False, return_metadata=False,
         ``metadata[i][key] == value`` (``sent_id``, ``text``, ``newdoc id``,
         ...), a bare ``# remark`` gives ``metadata[i]["remark"] is None``.
         :func:`write_conllu` writes them back. Only if
-        ``return_metadata``; it comes after ``deprels`` when both are asked
-        for.
+        ``return_metadata``.
+    multiword : list of list of tuple
+        The multiword tokens of each sentence, as ``(first, last, form)``:
+        ``(2, 3, "don't")`` for the line ``2-3  don't ...``. Only if
+        ``return_multiword``. The optional outputs come in this order:
+        ``deprels``, ``metadata``, ``multiword``.
 
     Raises
     ------
@@ -98,7 +108,9 @@ def read_conllu(path, *, return_deprel=False, return_metadata=False,
         On malformed input, naming the file, the line and, for trees, the
         sentence: a token line without 10 tab-separated columns or with an
         empty column; an ID that is not an integer, a range or an empty
-        node; words not numbered 1, 2, ..., n; a HEAD that is not a
+        node; words not numbered 1, 2, ..., n; a multiword range that is
+        empty, overlaps the previous one, does not come right before its
+        first word or goes past the last word; a HEAD that is not a
         non-negative integer, is larger than n or is the word itself; an
         unknown UPOS tag; malformed FEATS; a sentence with no word attached
         to the root; heads forming a cycle (the words of the cycle are
@@ -138,6 +150,7 @@ def read_conllu(path, *, return_deprel=False, return_metadata=False,
     """
     return_deprel = _check_bool(return_deprel, "return_deprel")
     return_metadata = _check_bool(return_metadata, "return_metadata")
+    return_multiword = _check_bool(return_multiword, "return_multiword")
     single_root = _check_bool(single_root, "single_root")
     source = _source_name(path)
     text = _read_text(path, source, encoding)
@@ -146,7 +159,8 @@ def read_conllu(path, *, return_deprel=False, return_metadata=False,
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        tokens, flat, lengths, deprels, metadata, first_lines = parse_treebank(text, source)
+        (tokens, flat, lengths, deprels, metadata, multiword,
+         first_lines) = parse_treebank(text, source)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -167,6 +181,8 @@ def read_conllu(path, *, return_deprel=False, return_metadata=False,
         result.append(deprels)
     if return_metadata:
         result.append(metadata)
+    if return_multiword:
+        result.append(multiword)
     return tuple(result)
 
 
@@ -256,7 +272,8 @@ def _comment_lines(entry, i):
     return lines
 
 
-def write_conllu(path, X, heads, deprels=None, *, comments=None, single_root=False):
+def write_conllu(path, X, heads, deprels=None, *, comments=None, multiword=None,
+                 single_root=False):
     """Write sentences and their dependency trees as a CoNLL-U file.
 
     Each word becomes a line of 10 tab-separated columns: its 1-based ID,
@@ -265,10 +282,11 @@ def write_conllu(path, X, heads, deprels=None, *, comments=None, single_root=Fal
     (``"_"`` if absent). Each sentence ends with a blank line, the file too,
     as the official evaluation script ``conll18_ud_eval.py`` requires; it
     scores the file when every sentence has exactly one root word (pass
-    ``single_root=True`` to check that here) and the word forms spell out
-    the gold file's tokens (true of X as read by :func:`read_conllu` from
-    a treebank whose multiword tokens are the concatenation of their words,
-    such as English or Vietnamese).
+    ``single_root=True`` to check that here) and its tokens spell out the
+    gold file's text: pass the gold ``multiword`` tokens (from
+    ``read_conllu(..., return_multiword=True)``) for languages whose words
+    do not spell out their tokens; in English they do, and
+    ``multiword=None`` is enough for UAS and LAS.
 
     Parameters
     ----------
@@ -290,6 +308,11 @@ def write_conllu(path, X, heads, deprels=None, *, comments=None, single_root=Fal
         the ``#``). ``None`` writes ``# sent_id = <1-based index>`` and
         ``# text = <the forms joined by spaces>`` (consistent with the file,
         whose MISC has no ``SpaceAfter=No``).
+    multiword : list of list of tuple, default=None
+        Per sentence, multiword tokens ``(first, last, form)`` (words
+        ``first..last`` make up the token ``form``), sorted and not
+        overlapping, each written as a line ``first-last  form  _ ...``
+        before its first word. ``None`` writes none.
     single_root : bool, default=False
         Require exactly one word attached to the root in every sentence.
 
@@ -302,7 +325,9 @@ def write_conllu(path, X, heads, deprels=None, *, comments=None, single_root=Fal
     ------
     ValueError
         Naming the sentence (and word) at fault: ``len(heads)``,
-        ``len(deprels)`` or ``len(comments)`` differs from ``len(X)``; a
+        ``len(deprels)``, ``len(comments)`` or ``len(multiword)`` differs
+        from ``len(X)``; multiword tokens out of range, unsorted or
+        overlapping; a
         sentence's heads or deprels are not one per word; non-integer heads;
         heads that are not a tree (out of range, a word its own head, no
         root, a cycle, several roots with ``single_root``); a field that is
@@ -333,13 +358,14 @@ def write_conllu(path, X, heads, deprels=None, *, comments=None, single_root=Fal
     """
     single_root = _check_bool(single_root, "single_root")
     for name, value in (("X", X), ("heads", heads), ("deprels", deprels),
-                        ("comments", comments)):
+                        ("comments", comments), ("multiword", multiword)):
         if value is not None and (isinstance(value, (str, dict))
                                   or not hasattr(value, "__len__")):
             raise ValueError(f"{name} must be a list with one entry per sentence; "
                              f"got {type(value).__name__}.")
     n_sent = len(X)
-    for name, value in (("heads", heads), ("deprels", deprels), ("comments", comments)):
+    for name, value in (("heads", heads), ("deprels", deprels), ("comments", comments),
+                        ("multiword", multiword)):
         if value is not None and len(value) != n_sent:
             raise ValueError(f"{name} has {len(value)} entries but X has {n_sent} "
                              "sentences; give one per sentence.")
@@ -365,6 +391,8 @@ def write_conllu(path, X, heads, deprels=None, *, comments=None, single_root=Fal
                 raise ValueError(f"deprels[{i}] (sentence {i + 1}) must hold one "
                                  f"label per word ({lengths[i]}); got {got}.")
             _check_column(list(labels), f"sentence {i + 1}, word {{}}: deprel", checked)
+    ranges = [None if multiword is None else _check_multiword(multiword[i], int(lengths[i]), i)
+              for i in range(n_sent)]
     out = []
     for i, (forms, lemmas, upos, xpos, feats, misc) in enumerate(columns):
         if comments is None:
@@ -372,6 +400,11 @@ def write_conllu(path, X, heads, deprels=None, *, comments=None, single_root=Fal
         else:
             out.extend(line + "\n" for line in _comment_lines(comments[i], i))
         labels = deprels[i] if deprels is not None else ("_",) * len(forms)
+        if ranges[i]:
+            out.append(_lines_with_ranges(forms, lemmas, upos, xpos, feats,
+                                          arrays[i].tolist(), labels, misc, ranges[i]))
+            out.append("\n")
+            continue
         out.extend(
             f"{j}\t{f}\t{lem}\t{u}\t{x}\t{ft}\t{h}\t{d}\t_\t{m}\n"
             for j, f, lem, u, x, ft, h, d, m in zip(
@@ -380,6 +413,41 @@ def write_conllu(path, X, heads, deprels=None, *, comments=None, single_root=Fal
         out.append("\n")
     _write_text(path, "".join(out))
     return path
+
+
+def _check_multiword(tokens, n_words, i):
+    """Multiword tokens of sentence ``i`` as a dict ``first -> (last, form)``."""
+    if isinstance(tokens, (str, dict)) or not hasattr(tokens, "__iter__"):
+        raise ValueError(f"multiword[{i}] must be a list of (first, last, form) tuples; "
+                         f"got {type(tokens).__name__}.")
+    ranges, previous = {}, 0
+    for token in tokens:
+        if (not isinstance(token, (tuple, list)) or len(token) != 3
+                or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                           for v in token[:2])):
+            raise ValueError(f"multiword[{i}] (sentence {i + 1}): {token!r} is not a "
+                             "(first, last, form) tuple of two ints and a str.")
+        first, last, form = int(token[0]), int(token[1]), token[2]
+        if not previous < first < last <= n_words:
+            raise ValueError(
+                f"multiword[{i}] (sentence {i + 1}): token {first}-{last} must span two "
+                f"or more of the words 1..{n_words}, after the previous token "
+                f"(which ends at word {previous}).")
+        _check_field(form, f"multiword[{i}] (sentence {i + 1}): form of {first}-{last}")
+        ranges[first] = (last, form)
+        previous = last
+    return ranges
+
+
+def _lines_with_ranges(forms, lemmas, upos, xpos, feats, heads, labels, misc, ranges):
+    lines = []
+    for j, row in enumerate(zip(forms, lemmas, upos, xpos, feats, heads, labels, misc)):
+        if j + 1 in ranges:
+            last, form = ranges[j + 1]
+            lines.append(f"{j + 1}-{last}\t{form}\t_\t_\t_\t_\t_\t_\t_\t_\n")
+        f, lem, u, x, ft, h, d, m = row
+        lines.append(f"{j + 1}\t{f}\t{lem}\t{u}\t{x}\t{ft}\t{h}\t{d}\t_\t{m}\n")
+    return "".join(lines)
 
 
 def _write_text(path, text):

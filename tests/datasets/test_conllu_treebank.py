@@ -95,6 +95,30 @@ def test_read_document():
     assert metadata[1] == {"sent_id": "d1-2", "text": "Yes."}
 
 
+def test_multiword_tokens():
+    X, heads, multiword = read(DOC, return_multiword=True)
+    assert multiword == [[(2, 3, "don't")], []]
+    *_, metadata, multiword = read(DOC, return_deprel=True, return_metadata=True,
+                                   return_multiword=True)
+    assert metadata[1]["sent_id"] == "d1-2" and multiword[0] == [(2, 3, "don't")]
+
+
+@pytest.mark.parametrize("lines, message", [
+    (["2-3\tab\t_\t_\t_\t_\t_\t_\t_\t_", "2\ta\ta\tX\t_\t_\t1\tdep\t_\t_",
+      "3\tb\tb\tX\t_\t_\t1\tdep\t_\t_"], r"line 1: multiword range '2-3' is out of place: "
+                                              r"it must come right before word 2 \(the next word "
+                                              r"here is 1\)"),
+    (["1-3\tabc\t_\t_\t_\t_\t_\t_\t_\t_", "1\ta\ta\tX\t_\t_\t0\troot\t_\t_",
+      "2\tb\tb\tX\t_\t_\t1\tdep\t_\t_"], r"line 1: multiword range 1-3 goes past the last word"),
+    (["1-2\tab\t_\t_\t_\t_\t_\t_\t_\t_", "1\ta\ta\tX\t_\t_\t0\troot\t_\t_",
+      "2-3\tbc\t_\t_\t_\t_\t_\t_\t_\t_", "2\tb\tb\tX\t_\t_\t1\tdep\t_\t_",
+      "3\tc\tc\tX\t_\t_\t1\tdep\t_\t_"], r"line 3: multiword range '2-3' is out of place"),
+])
+def test_misplaced_multiword_ranges(lines, message):
+    with pytest.raises(ValueError, match=message):
+        read("\n".join(lines) + "\n\n")
+
+
 def test_return_forms():
     assert len(read(DOC)) == 2
     assert len(read(DOC, return_deprel=True)) == 3
@@ -364,13 +388,18 @@ def test_write_files(tmp_path):
 
 
 def test_round_trip_document():
-    X, heads, deprels, metadata = read(DOC, return_deprel=True, return_metadata=True)
-    text = write_conllu(io.StringIO(), X, heads, deprels, comments=metadata).getvalue()
-    again = read(text, return_deprel=True, return_metadata=True)
+    X, heads, deprels, metadata, multiword = read(
+        DOC, return_deprel=True, return_metadata=True, return_multiword=True)
+    text = write_conllu(io.StringIO(), X, heads, deprels, comments=metadata,
+                        multiword=multiword).getvalue()
+    assert "\n2-3\tdon't\t_\t_\t_\t_\t_\t_\t_\t_\n2\tdo\t" in text
+    again = read(text, return_deprel=True, return_metadata=True, return_multiword=True)
     assert again[0] == X and again[2] == deprels and again[3] == metadata
+    assert again[4] == multiword
     assert [h.tolist() for h in again[1]] == [h.tolist() for h in heads]
     # Writing what was read back gives the same text.
-    assert write_conllu(io.StringIO(), *again[:3], comments=again[3]).getvalue() == text
+    assert write_conllu(io.StringIO(), *again[:3], comments=again[3],
+                        multiword=again[4]).getvalue() == text
 
 
 forms = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")),
@@ -439,6 +468,12 @@ def test_round_trip_property(treebank):
     (dict(X=[[{"form": "a"}, "b"], [{"form": "c"}]]),
      r"sentence 1, word 2: a token must be a dict"),
     (dict(X="ab"), r"X must be a list with one entry per sentence"),
+    (dict(multiword=[[(1, 2, "ab")]]), r"multiword has 1 entries but X has 2"),
+    (dict(multiword=[[(1, 3, "ab")], []]), r"multiword\[0\] \(sentence 1\): token 1-3 must span"),
+    (dict(multiword=[[(1, 1, "a")], []]), r"multiword\[0\] \(sentence 1\): token 1-1 must span"),
+    (dict(multiword=[[(1, 2, "a\tb")], []]), r"form of 1-2 contains a tab"),
+    (dict(multiword=[[(1.0, 2, "ab")], []]), r"is not a \(first, last, form\) tuple"),
+    (dict(multiword=[[], [(1, 2, "cd")]]), r"multiword\[1\] \(sentence 2\): token 1-2 must span"),
 ])
 def test_write_errors(change, message):
     kwargs = dict(X=[[{"form": "a"}, {"form": "b"}], [{"form": "c"}]],
@@ -469,8 +504,19 @@ def check_like_the_ud_scorer(text, single_root=True):
     """
     assert text.endswith("\n\n")
     for block in text[:-2].split("\n\n"):
-        words = [line.split("\t") for line in block.split("\n") if not line.startswith("#")]
-        assert all(len(cols) == 10 for cols in words)
+        lines = [line.split("\t") for line in block.split("\n") if not line.startswith("#")]
+        assert all(len(cols) == 10 for cols in lines)
+        words = []
+        for k, cols in enumerate(lines):
+            if "-" in cols[0]:
+                # A multiword token: the scorer takes the next last-first+1
+                # lines as its words.
+                first, last = map(int, cols[0].split("-"))
+                assert [c[0] for c in lines[k + 1:k + 2 + last - first]] == [
+                    str(i) for i in range(first, last + 1)]
+                assert cols[1].strip()
+            else:
+                words.append(cols)
         assert [int(cols[0]) for cols in words] == list(range(1, len(words) + 1))
         heads = [int(cols[6]) for cols in words]
         assert is_tree(heads)
@@ -506,8 +552,8 @@ def file_counts(path):
 def test_ewt(shared_data, part, tmp_path):
     path = shared_data / "ud" / "UD_English-EWT" / f"en_ewt-ud-{part}.conllu"
     start = time.perf_counter()
-    X, heads, deprels, metadata = read_conllu(path, return_deprel=True, return_metadata=True,
-                                              single_root=True)
+    X, heads, deprels, metadata, multiword = read_conllu(
+        path, return_deprel=True, return_metadata=True, return_multiword=True, single_root=True)
     seconds = time.perf_counter() - start
     assert (len(X), sum(map(len, X))) == EWT_COUNTS[part] == file_counts(path)
     # Loose bound for a loaded 2-core machine: about 1 s is typical for train.
@@ -527,6 +573,38 @@ def test_ewt(shared_data, part, tmp_path):
         # words of EWT spell out its multiword tokens, so they match.
         gold = path.read_text(encoding="utf-8")
         assert token_characters(text) == token_characters(gold)
+        # With the multiword tokens, the ID column is the gold one (minus
+        # the empty nodes) and the tokens are the gold tokens.
+        write_conllu(out, X, heads, deprels, comments=metadata, multiword=multiword)
+        text = out.read_text(encoding="utf-8")
+        check_like_the_ud_scorer(text)
+        assert id_column(text) == [i for i in id_column(gold) if "." not in i]
+        assert token_list(text) == token_list(gold)
+
+
+def id_column(text):
+    return [line.split("\t", 1)[0] for line in text.split("\n")
+            if line and not line.startswith("#")]
+
+
+def token_list(text):
+    """Token forms: a multiword token's form instead of its words'."""
+    tokens, skip_until = [], 0
+    for line in text.split("\n"):
+        if not line:
+            skip_until = 0
+            continue
+        if line.startswith("#"):
+            continue
+        cols = line.split("\t")
+        if "." in cols[0]:
+            continue
+        if "-" in cols[0]:
+            tokens.append(cols[1])
+            skip_until = int(cols[0].split("-")[1])
+        elif int(cols[0]) > skip_until:
+            tokens.append(cols[1])
+    return tokens
 
 
 def token_characters(text):
