@@ -290,8 +290,9 @@ def write_conllu(path, X, heads, deprels=None, *, comments=None, multiword=None,
 
     Parameters
     ----------
-    path : str, os.PathLike or text file object
-        Where to write. A name ending in ``.gz`` is written gzip-compressed.
+    path : str, os.PathLike or file object
+        Where to write (UTF-8). A name ending in ``.gz`` is written
+        gzip-compressed. A file object may be opened in text or binary mode.
     X : list of list of dict
         Sentences of token dicts, as :func:`read_conllu` returns them.
     heads : list of array-like of int
@@ -306,8 +307,8 @@ def write_conllu(path, X, heads, deprels=None, *, comments=None, multiword=None,
         (written as ``# key = value``, or ``# key`` for a ``None`` value) or
         a list of comment lines (``"# "`` is prepended to a line that lacks
         the ``#``). ``None`` writes ``# sent_id = <1-based index>`` and
-        ``# text = <the forms joined by spaces>`` (consistent with the file,
-        whose MISC has no ``SpaceAfter=No``).
+        ``# text = <the tokens joined by spaces>`` (the multiword tokens
+        replace their words; the spacing of the original text is unknown).
     multiword : list of list of tuple, default=None
         Per sentence, multiword tokens ``(first, last, form)`` (words
         ``first..last`` make up the token ``form``), sorted and not
@@ -396,7 +397,7 @@ def write_conllu(path, X, heads, deprels=None, *, comments=None, multiword=None,
     out = []
     for i, (forms, lemmas, upos, xpos, feats, misc) in enumerate(columns):
         if comments is None:
-            out.append(f"# sent_id = {i + 1}\n# text = {' '.join(forms)}\n")
+            out.append(f"# sent_id = {i + 1}\n# text = {_token_text(forms, ranges[i])}\n")
         else:
             out.extend(line + "\n" for line in _comment_lines(comments[i], i))
         labels = deprels[i] if deprels is not None else ("_",) * len(forms)
@@ -437,6 +438,21 @@ def _check_multiword(tokens, n_words, i):
         ranges[first] = (last, form)
         previous = last
     return ranges
+
+
+def _token_text(forms, ranges):
+    if not ranges:
+        return " ".join(forms)
+    tokens, j = [], 0
+    while j < len(forms):
+        if j + 1 in ranges:
+            last, form = ranges[j + 1]
+            tokens.append(form)
+            j = last
+        else:
+            tokens.append(forms[j])
+            j += 1
+    return " ".join(tokens)
 
 
 def _lines_with_ranges(forms, lemmas, upos, xpos, feats, heads, labels, misc, ranges):

@@ -393,6 +393,8 @@ def test_round_trip_document():
     text = write_conllu(io.StringIO(), X, heads, deprels, comments=metadata,
                         multiword=multiword).getvalue()
     assert "\n2-3\tdon't\t_\t_\t_\t_\t_\t_\t_\t_\n2\tdo\t" in text
+    default = write_conllu(io.StringIO(), X, heads, multiword=multiword).getvalue()
+    assert default.startswith("# sent_id = 1\n# text = I don't know = fine\n1\tI\t")
     again = read(text, return_deprel=True, return_metadata=True, return_multiword=True)
     assert again[0] == X and again[2] == deprels and again[3] == metadata
     assert again[4] == multiword
