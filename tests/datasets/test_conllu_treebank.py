@@ -630,3 +630,17 @@ def token_characters(text):
         skip_until = 0
         chars.append(cols[1])
     return "".join(chars).replace(" ", "")
+
+
+@pytest.mark.parametrize("treebank", ["UD_Vietnamese-VTB", "UD_English-ParTUT"])
+def test_other_shared_treebanks(shared_data, treebank):
+    paths = sorted((shared_data / "ud" / treebank).glob("*.conllu"))
+    if not paths:
+        pytest.skip(f"{treebank} is not in the shared data")
+    for path in paths:
+        X, heads, multiword = read_conllu(path, return_multiword=True, single_root=True)
+        assert (len(X), sum(map(len, X))) == file_counts(path)
+        assert all(len(x) == len(h) for x, h in zip(X, heads))
+        text = write_conllu(io.StringIO(), X, heads, multiword=multiword).getvalue()
+        check_like_the_ud_scorer(text)
+        assert token_list(text) == token_list(path.read_text(encoding="utf-8"))
