@@ -122,21 +122,26 @@ def _check_heads(heads_true, heads_pred):
     return heads_true, heads_pred
 
 
-def _check_deprels(deprels, name, lengths, universal_only):
-    """One deprel list as a list of object arrays of strings, shaped as the heads."""
-    deprels = _as_sentence_list(
-        deprels, name, "relation-label sequences", "[['nsubj', 'root'], ['root']]")
-    if len(deprels) != len(lengths):
-        raise ValueError(
-            f"{name} must hold one label sequence per sentence of the heads "
-            f"({len(lengths)}); got {len(deprels)}."
-        )
-    out = []
-    for i, (seq, n) in enumerate(zip(deprels, lengths)):
+def _shaped_like_heads(seqs, name, what, example, lengths, per_sentence, items):
+    """``seqs`` as a list of one sequence per sentence of the heads, each as long as it."""
+    seqs = _as_sentence_list(seqs, name, what, example)
+    if len(seqs) != len(lengths):
+        raise ValueError(f"{name} must hold {per_sentence} ({len(lengths)}); got {len(seqs)}.")
+    for i, (seq, n) in enumerate(zip(seqs, lengths)):
         if len(seq) != n:
             raise ValueError(
-                f"sentence {i} has {n} words in the heads but {len(seq)} labels in {name}."
+                f"sentence {i} has {n} words in the heads but {len(seq)} {items} in {name}."
             )
+    return seqs
+
+
+def _check_deprels(deprels, name, lengths, universal_only):
+    """One deprel list as a list of object arrays of strings, shaped as the heads."""
+    deprels = _shaped_like_heads(
+        deprels, name, "relation-label sequences", "[['nsubj', 'root'], ['root']]",
+        lengths, "one label sequence per sentence of the heads", "labels")
+    out = []
+    for i, seq in enumerate(deprels):
         labels = []
         for j, label in enumerate(seq):
             if not isinstance(label, str):
@@ -174,21 +179,12 @@ def _check_punct_tags(punct_tags):
 
 def _upos_tags(sentences, lengths):
     """The UPOS tag of every word, from token dicts (key ``"upos"``) or tag strings."""
-    sentences = _as_sentence_list(
+    sentences = _shaped_like_heads(
         sentences, "sentences", "token sequences",
-        "[[{'form': 'Hi', 'upos': 'INTJ'}, {'form': '!', 'upos': 'PUNCT'}]]")
-    if len(sentences) != len(lengths):
-        raise ValueError(
-            f"sentences must hold one sentence per head sequence ({len(lengths)}); "
-            f"got {len(sentences)}."
-        )
+        "[[{'form': 'Hi', 'upos': 'INTJ'}, {'form': '!', 'upos': 'PUNCT'}]]",
+        lengths, "one sentence per head sequence", "tokens")
     tags = []
-    for i, (tokens, n) in enumerate(zip(sentences, lengths)):
-        if len(tokens) != n:
-            raise ValueError(
-                f"sentence {i} has {n} words in the heads but {len(tokens)} "
-                f"tokens in sentences."
-            )
+    for i, tokens in enumerate(sentences):
         row = []
         for j, token in enumerate(tokens):
             if isinstance(token, str):
