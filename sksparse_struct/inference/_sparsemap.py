@@ -16,11 +16,12 @@ The active-set solver (thesis Alg. 1) maintains the inverse of the bordered KKT
 matrix of eq. 4.9 and updates it in ``O(k^2)`` (``k`` = support size) when a
 structure enters or leaves the support; that bookkeeping and the relaxed solve
 run in the compiled kernels of ``_sparsemap_fast``, so each iteration costs one
-oracle call plus two kernel calls. For non-projective
+oracle call plus two kernel calls. For
 :class:`~sksparse_struct.structures.DependencyTree` and for
 :class:`~sksparse_struct.structures.Sequence` (no warm start) the whole
 active-set loop runs in one compiled call (``active_set_tree`` with
-Chu-Liu-Edmonds, ``active_set_sequence`` with Viterbi as the oracle), taking
+Chu-Liu-Edmonds, ``active_set_projective_tree`` with Eisner,
+``active_set_sequence`` with Viterbi as the oracle), taking
 the same steps as the Python loop and giving bit-identical results; the
 Python loop stays the generic reference.
 The conditional-gradient variants (App. B.1) are slower references, in NumPy.
@@ -33,10 +34,12 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..structures._base import Structure
+from ..structures._projective import _no_tree_error as _no_projective_tree_error
 from ..structures._sequence import Sequence
 from ..structures._tree import DependencyTree, _no_tree_error
 from ..utils._validation import check_positive_scalar
 from ._sparsemap_fast import (
+    active_set_projective_tree,
     active_set_sequence,
     active_set_tree,
     kkt_delete,
@@ -490,17 +493,21 @@ def _solve_active_set(structure, parts, start, max_iter, tol):
 
 
 def _solve_active_set_tree(structure, parts, max_iter, tol):
-    """``_solve_active_set`` from the MAP, compiled whole for non-projective trees.
+    """``_solve_active_set`` from the MAP, compiled whole for dependency trees.
 
     Same steps and stopping rules as the generic loop (which stays the
     reference, and serves warm starts); the per-iteration Python calls cost
-    more than the Chu-Liu-Edmonds oracle on trees of tens of words.
+    more than the oracle on trees of tens of words. The kernel follows
+    ``structure.projective``: Eisner or Chu-Liu-Edmonds as the oracle.
     """
-    single_root = structure._options()[1]
-    M, H, theta, p, k, n_iter, gap, converged, status = active_set_tree(
-        parts.eta_u, parts.context, single_root, max_iter, tol, _DEPENDENT_TOL
+    projective, single_root = structure._options()
+    kernel = active_set_projective_tree if projective else active_set_tree
+    M, H, theta, p, k, n_iter, gap, converged, status = kernel(
+        parts.eta_u, parts.context, np.bool_(single_root), max_iter, tol, _DEPENDENT_TOL
     )
     if status == 1:
+        if projective:
+            raise _no_projective_tree_error(single_root)
         raise _no_tree_error(single_root)
     if status == 2:
         raise _all_forbidden_error(structure)
@@ -543,6 +550,17 @@ def _fast_tree(structure, method, init):
         and init is None
         and type(structure) is DependencyTree
         and not structure._options()[0]
+    )
+
+
+def _fast_projective_tree(structure, method, init):
+    # Apart from _fast_tree so that tests can force either tree kind onto the
+    # generic loop.
+    return (
+        method == "active_set"
+        and init is None
+        and type(structure) is DependencyTree
+        and structure._options()[0]
     )
 
 
@@ -694,7 +712,7 @@ default="active_set"
     max_iter = default_iter if max_iter is None else _check_max_iter(max_iter)
     tol = default_tol if tol is None else check_positive_scalar(tol, "tol")
     parts = structure.encode(*potentials)
-    if _fast_tree(structure, method, init):
+    if _fast_tree(structure, method, init) or _fast_projective_tree(structure, method, init):
         support, n_iter, gap, converged = _solve_active_set_tree(
             structure, parts, max_iter, tol
         )

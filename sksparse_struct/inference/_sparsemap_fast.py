@@ -15,6 +15,7 @@ with capacity for one more structure than ``k``.
 import numpy as np
 
 from ..structures._nonprojective_fast import chu_liu_edmonds_parts_ws, cle_workspace
+from ..structures._projective_fast import eisner_parts_ws, eisner_workspace
 from ..structures._sequence_fast import viterbi
 from ..utils._numba import njit
 
@@ -250,6 +251,7 @@ def _grow_square(A, cap):
 # literal integers).
 _TREE = 0
 _SEQUENCE = 1
+_PTREE = 2
 
 
 @njit
@@ -304,17 +306,21 @@ def _sequence_oracle(scores, trans, n, K, labels_out, m, nv):
 
 @njit
 def _oracle(kind, scores, eta_v, n, K, single_root, row, m, nv, work, f_mat, i_mat, i_vec,
-            b_vec, f_vec):
+            b_vec, f_vec, e_f_mat, e_i_mat, e_stack):
     """The MAP oracle of structure ``kind`` on unary scores ``scores``.
 
-    Writes the structure's identifying row (tree: heads; sequence: labels)
+    Writes the structure's identifying row (trees: heads; sequence: labels)
     and its indicators ``m``, ``nv``; returns False if no structure of
-    finite score exists.
+    finite score exists. ``work`` is the ``(n + 1, n + 1)`` arc score matrix
+    of both tree kinds, ``f_mat .. f_vec`` the Chu-Liu-Edmonds workspace and
+    ``e_*`` Eisner's (each empty when the kind does not use it).
     """
     if kind == _TREE:
         return chu_liu_edmonds_parts_ws(
             scores, n, single_root, work, row, m, f_mat, i_mat, i_vec, b_vec, f_vec
         )
+    if kind == _PTREE:
+        return eisner_parts_ws(scores, n, single_root, work, row, m, e_f_mat, e_i_mat, e_stack)
     return _sequence_oracle(scores, eta_v.reshape(K, K), n, K, row, m, nv)
 
 
@@ -326,10 +332,11 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
     same steps in the same order, without a Python round trip per iteration
     (which costs more than the oracle itself on sentences of tens of words).
     ``kind`` is ``_TREE`` (non-projective trees on ``n`` words,
-    Chu-Liu-Edmonds; ``eta_v`` empty, ``K`` unused) or ``_SEQUENCE`` (chains
-    of ``n`` positions and ``K`` labels, Viterbi; ``eta_v`` the flat
-    transitions). Structures are identified by their rows in ``H`` (heads
-    or labels), equivalent to comparing their indicator vectors.
+    Chu-Liu-Edmonds; ``eta_v`` empty, ``K`` unused), ``_PTREE`` (projective
+    trees, Eisner; likewise) or ``_SEQUENCE`` (chains of ``n`` positions and
+    ``K`` labels, Viterbi; ``eta_v`` the flat transitions). Structures are
+    identified by their rows in ``H`` (heads or labels), equivalent to
+    comparing their indicator vectors.
 
     Returns the support arrays (``M, N, H, theta, p`` with ``k`` rows in
     use), ``n_iter``, the gap, whether it converged, and a status: 0 solved,
@@ -338,12 +345,23 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
     """
     n_u = eta_u.shape[0]
     n_v = eta_v.shape[0]
+    # Rows of H, size of the arc score matrix, of the Chu-Liu-Edmonds and of
+    # Eisner's workspaces (0: not used by this kind).
     if kind == _TREE:
         n_row = n + 1
+        n_mat = n + 1
         n_cle = n + 1
+        n_eis = 0
+    elif kind == _PTREE:
+        n_row = n + 1
+        n_mat = n + 1
+        n_cle = 0
+        n_eis = n + 1
     else:
         n_row = n
+        n_mat = 0
         n_cle = 0
+        n_eis = 0
     cap = 16
     M = np.zeros((cap, n_u))
     N = np.zeros((cap, n_v))
@@ -361,13 +379,13 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
     w = np.empty(n_u)
     u = np.zeros(n_u)
     dropped = np.empty(n_row, dtype=np.int64)
-    # Chu-Liu-Edmonds' work arrays (empty for sequences), allocated once for
-    # every oracle call.
-    work = np.empty((n_cle, n_cle))
+    # The oracles' work arrays, allocated once for every oracle call.
+    work = np.empty((n_mat, n_mat))
     f_mat, i_mat, i_vec, b_vec, f_vec = cle_workspace(n_cle)
+    e_f_mat, e_i_mat, e_stack = eisner_workspace(n_eis)
     has_dropped = False
     if not _oracle(kind, eta_u, eta_v, n, K, single_root, row, m, nv, work, f_mat, i_mat,
-                   i_vec, b_vec, f_vec):
+                   i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack):
         return M, N, H, theta, p, 0, 0, np.inf, False, 1
     k = 0
     # As _vertex: unary then higher-order parts, never 0 * -inf.
@@ -399,7 +417,7 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
             for a in range(n_u):
                 w[a] = eta_u[a] - u[a]
             if not _oracle(kind, w, eta_v, n, K, single_root, row, m, nv, work, f_mat,
-                           i_mat, i_vec, b_vec, f_vec):
+                           i_mat, i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack):
                 # Only if sums of huge scores overflow; the generic loop raises.
                 return M, N, H, theta, p, k, n_iter, gap, False, 1
             # The same operations, in the same order, as _vertex and
@@ -482,6 +500,21 @@ def active_set_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
     """
     M, N, H, theta, p, k, n_iter, gap, converged, status = _active_set_loop(
         np.int64(_TREE), eta_u, np.zeros(0), n, np.int64(0), single_root, max_iter, tol,
+        dep_tol,
+    )
+    return M, H, theta, p, k, n_iter, gap, converged, status
+
+
+@njit
+def active_set_projective_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
+    """The whole active-set solver for projective dependency trees.
+
+    ``_active_set_loop`` with Eisner's algorithm as the oracle; arguments
+    and returns as :func:`active_set_tree` (status 1: no projective tree of
+    finite score exists).
+    """
+    M, N, H, theta, p, k, n_iter, gap, converged, status = _active_set_loop(
+        np.int64(_PTREE), eta_u, np.zeros(0), n, np.int64(0), single_root, max_iter, tol,
         dep_tol,
     )
     return M, H, theta, p, k, n_iter, gap, converged, status

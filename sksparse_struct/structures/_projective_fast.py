@@ -103,13 +103,20 @@ def eisner_chart(scores, single_root, cr, cl, ir, il, split_i, split_cr, split_c
 def eisner_backtrack(split_i, split_cr, split_cl, heads):
     """Read the best tree off the split points into ``heads`` (``heads[0] = -1``)."""
     N = heads.shape[0]
+    # Every item pushes at most two children; a derivation has fewer than 4N items.
+    eisner_backtrack_ws(split_i, split_cr, split_cl, heads, np.empty((3, 4 * N), dtype=np.int64))
+
+
+@njit
+def eisner_backtrack_ws(split_i, split_cr, split_cl, heads, stack):
+    """:func:`eisner_backtrack` with its stack given, an int64 ``(3, >= 4N)`` array."""
+    N = heads.shape[0]
     heads[0] = -1
     if N == 1:
         return
-    # Every item pushes at most two children; a derivation has fewer than 4N items.
-    stack_kind = np.empty(4 * N, dtype=np.int64)
-    stack_s = np.empty(4 * N, dtype=np.int64)
-    stack_t = np.empty(4 * N, dtype=np.int64)
+    stack_kind = stack[0]
+    stack_s = stack[1]
+    stack_t = stack[2]
     top = 0
     stack_kind[0] = _CR
     stack_s[0] = 0
@@ -171,6 +178,57 @@ def eisner(scores, single_root, heads):
         eisner_backtrack(split_i, split_cr, split_cl, heads)
     return best
 
+
+@njit
+def eisner_workspace(N):
+    """Work arrays for :func:`eisner_parts_ws` on ``N`` nodes (root included).
+
+    Returned as a tuple ``(f_mat, i_mat, stack)``: the four score tables, the
+    three split tables and the backtracking stack, so that a caller solving
+    many problems of one size (SparseMAP's active set) allocates them once
+    instead of once per oracle call.
+    """
+    f_mat = np.empty((4, N, N))
+    i_mat = np.zeros((3, N, N), dtype=np.int64)
+    stack = np.empty((3, 4 * N), dtype=np.int64)
+    return f_mat, i_mat, stack
+
+
+@njit
+def eisner_parts_ws(eta_u, n, single_root, scores, heads, m_out, f_mat, i_mat, stack):
+    """Best projective tree for flat arc scores, as heads and part indicators.
+
+    ``eta_u`` holds the ``n * n`` arc scores in the part order of
+    ``DependencyTree`` (part ``(m - 1) * n + j`` is the arc into ``m`` from
+    the ``j``-th head other than ``m``); they are scattered into ``scores``
+    (``(n + 1, n + 1)``, overwritten; column 0 and the diagonal set to
+    ``-inf``), Eisner's chart is filled in the work arrays of
+    ``eisner_workspace(n + 1)``, and the best tree is written to ``heads``
+    and its indicator vector to ``m_out``. Returns False, leaving ``heads``
+    and ``m_out`` unchanged, when no tree has a finite score.
+    """
+    for h in range(n + 1):
+        scores[h, 0] = -np.inf
+    for mod in range(1, n + 1):
+        base = (mod - 1) * n
+        for h in range(n + 1):
+            if h < mod:
+                scores[h, mod] = eta_u[base + h]
+            elif h > mod:
+                scores[h, mod] = eta_u[base + h - 1]
+            else:
+                scores[h, mod] = -np.inf
+    best = eisner_chart(scores, single_root, f_mat[0], f_mat[1], f_mat[2], f_mat[3],
+                        i_mat[0], i_mat[1], i_mat[2])
+    if not best > -np.inf:
+        return False
+    eisner_backtrack_ws(i_mat[0], i_mat[1], i_mat[2], heads, stack)
+    for a in range(n * n):
+        m_out[a] = 0.0
+    for mod in range(1, n + 1):
+        h = heads[mod]
+        m_out[(mod - 1) * n + (h if h < mod else h - 1)] = 1.0
+    return True
 
 
 # --------------------------------------------------------------------- inside-outside
