@@ -22,11 +22,15 @@ metrics
 tagging
     ``LinearChainCRF``: sequence taggers trained with CRF, structured SVM,
     perceptron and SparseMAP losses.
+parsing
+    ``SparseMAPParser``: first-order dependency parsers trained with
+    SparseMAP, CRF, structured SVM and perceptron losses.
 """
 
 from . import datasets, feature_extraction, losses, mappings, metrics
 from ._version import __version__
 from .linear_model import FenchelYoungClassifier
+from .parsing import SparseMAPParser
 from .tagging import LinearChainCRF
 
-__all__ = ["__version__", "FenchelYoungClassifier", "LinearChainCRF"]
+__all__ = ["__version__", "FenchelYoungClassifier", "LinearChainCRF", "SparseMAPParser"]

@@ -1,0 +1,727 @@
+"""First-order dependency parser trained with SparseMAP, CRF, hinge or perceptron losses."""
+
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from numbers import Integral, Real
+
+import numpy as np
+from joblib import effective_n_jobs
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from ..datasets._conllu import first_bad_tree, tree_error
+from ..feature_extraction import ArcFeatures, EncodedSentence
+from ..feature_extraction._arc_features import _PRESETS
+from ..inference import sparsemap
+from ..metrics import uas_score
+from ..metrics._parsing import _as_heads, _is_labelled_pair
+from ..structures import DependencyTree
+from ..utils._sklearn_compat import Interval, StrOptions, _fit_context
+from . import _parser_fast as fast
+
+__all__ = ["SparseMAPParser"]
+
+LOSS_KINDS = {
+    "crf": fast.CRF,
+    "hinge": fast.HINGE,
+    "perceptron": fast.PERCEPTRON,
+    "sparsemap": fast.SPARSEMAP,
+    "margin_sparsemap": fast.MARGIN_SPARSEMAP,
+}
+# SparseMAP's active set: iterations, relative duality-gap tolerance and
+# the dependence tolerance of its KKT updates (as the tagger's).
+_SPARSEMAP_OPTIONS = (200, 1e-9, 1e-12)
+# A mini-batch is cut into this many parts, each with its own gradient
+# buffer, merged in order: results do not depend on the number of threads.
+_BATCH_PARTS = 2
+# Sentences per chunk when predicting on threads.
+_PREDICT_CHUNK = 64
+_ADAGRAD_EPS = 1e-8
+
+
+class _Corpus:
+    """Encoded sentences stacked for the kernels."""
+
+    def __init__(self, encoded):
+        lengths = np.array([len(s) for s in encoded], dtype=np.int64)
+        self.lengths = lengths
+        self.offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum(lengths + 1, out=self.offsets[1:])
+        if encoded:
+            self.tokens = np.ascontiguousarray(np.concatenate([s.tokens for s in encoded]))
+        else:
+            self.tokens = np.zeros((0, 7), dtype=np.int64)
+
+    def __len__(self):
+        return self.lengths.shape[0]
+
+
+def _split_parts(ids, lengths, n_parts):
+    """Cut ``ids`` into ``n_parts`` contiguous runs of about equal cost (n^2 arcs)."""
+    cost = (lengths[ids] + 1.0) ** 2
+    cum = np.cumsum(cost)
+    bounds = np.searchsorted(cum, cum[-1] * np.arange(1, n_parts) / n_parts, side="right")
+    return [np.ascontiguousarray(part) for part in np.split(ids, bounds)]
+
+
+class SparseMAPParser(BaseEstimator):
+    """First-order dependency parser with SparseMAP, CRF, hinge or perceptron losses.
+
+    Every arc ``h -> m`` gets a linear score ``w . f(x, h, m)`` over hashed
+    arc features (:class:`~sksparse_struct.feature_extraction.ArcFeatures`);
+    a parse is the best tree under these scores, by the Chu-Liu-Edmonds
+    algorithm (non-projective) or Eisner's (``projective=True``). The losses
+    are those of Niculae (2018, ch. 6, Defs. 6.1-6.3), all functions of the
+    arc scores whose gradient is pushed through the features:
+
+    ``"sparsemap"``
+        ``max_mu <s, mu> - ||mu||^2 / 2 - <s, y> + ||y||^2 / 2`` over the
+        arc marginal polytope, solved by the active set (its gradient is
+        ``mu* - y``, nonzero on the few trees of the support).
+    ``"margin_sparsemap"``
+        The same with the Hamming cost (one per wrong head) added to the
+        scores inside the maximization.
+    ``"crf"``
+        ``log Z - <s, y>``, with marginals from the matrix-tree theorem or
+        inside-outside.
+    ``"hinge"``
+        Structured SVM: cost-augmented MAP with Hamming cost on heads.
+    ``"perceptron"``
+        Averaged structured perceptron.
+
+    Training runs ``max_iter`` epochs of mini-batch AdaGrad (perceptron
+    updates for ``"perceptron"``) over shuffled sentences and returns the
+    average of the weights over all updates. When ``y`` holds relation
+    labels, a multiclass linear model on features of each gold arc
+    (multiclass hinge, trained alongside in the same updates) labels the
+    predicted arcs.
+
+    Parameters
+    ----------
+    loss : {"sparsemap", "margin_sparsemap", "crf", "hinge", "perceptron"}, default="sparsemap"
+        Training loss.
+    projective : bool, default=False
+        Whether parses are projective (Eisner) or not (Chu-Liu-Edmonds).
+    single_root : bool, default=True
+        Whether exactly one word is attached to the root (Universal
+        Dependencies' rule). Gold trees must obey it.
+    features : {"rich", "mst"} or ArcFeatures, default="rich"
+        How raw sentences are encoded: a preset of
+        :class:`~sksparse_struct.feature_extraction.ArcFeatures` (with its
+        default ``n_features``) or an instance. Ignored for sentences
+        already encoded by an ``ArcFeatures`` (e.g. earlier in a
+        ``Pipeline``), whose settings are used.
+    alpha : float, default=0.0
+        L2 regularization: the objective is the mean loss plus
+        ``alpha / 2 ||w||^2``. Applied lazily per weight (exactly, see
+        Notes). Ignored by the perceptron.
+    learning_rate : float, default=0.1
+        AdaGrad's step size (not used by the perceptron).
+    batch_size : int, default=16
+        Sentences per update.
+    max_iter : int, default=10
+        Epochs.
+    tol : float or None, default=1e-4
+        Stop when the mean training loss of ``n_iter_no_change`` successive
+        epochs fails to fall below the best one minus ``tol`` (with
+        ``early_stopping``: when the validation UAS fails to rise above the
+        best plus ``tol``). None: run ``max_iter`` epochs.
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the sentences, measure UAS on
+        them after every epoch, stop as ``tol`` says and keep the weights of
+        the best epoch.
+    validation_fraction : float, default=0.1
+        Fraction held out when ``early_stopping``.
+    n_iter_no_change : int, default=3
+        Epochs without improvement before stopping.
+    warm_start : bool, default=False
+        Start from the weights of the previous fit (same features and
+        labels required); the AdaGrad state starts afresh.
+    random_state : int, RandomState or None, default=None
+        Shuffling of the sentences and the validation split.
+    verbose : int, default=0
+        Print one line per epoch (mean loss, validation UAS, elapsed time).
+    n_jobs : int or None, default=None
+        Threads (at most two parts of every mini-batch are processed in
+        parallel; prediction in chunks). Results are identical for any value.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+        Averaged weights of the arc features (and of the label features).
+    classes_ : ndarray of str or None
+        Relation labels learnt (None when ``y`` held heads only).
+    preset_ : str
+        Feature templates used.
+    n_features_ : int
+        Size of the hashed feature space.
+    n_iter_ : int
+        Epochs run.
+    t_ : int
+        Updates made.
+    loss_curve_ : list of float
+        Mean training loss of each epoch (of the parsing loss, labels apart).
+    label_loss_curve_ : list of float
+        Mean relation-label hinge loss per epoch (empty without labels).
+    validation_scores_ : list of float
+        Validation UAS after each epoch (``early_stopping`` only).
+    best_validation_score_ : float or None
+        Best of them.
+    n_sparsemap_not_converged_ : int
+        Active-set solves that stopped at their iteration limit (SparseMAP
+        losses); should be 0.
+
+    See Also
+    --------
+    sksparse_struct.datasets.read_conllu : Reads treebanks in the format ``fit`` takes.
+    sksparse_struct.metrics.uas_score, sksparse_struct.metrics.las_score
+
+    Notes
+    -----
+    Features are hashed, so the model's size is fixed by ``n_features``
+    (2**22 by default: 32 MB of weights) whatever the data. With ``alpha >
+    0`` the L2 shrinkage of a weight not touched by a mini-batch is applied
+    when it is next touched (AdaGrad's per-weight step only changes when
+    the weight is touched, so the deferred product is exact); the averaged
+    weights account for it exactly too.
+
+    Examples
+    --------
+    >>> from sksparse_struct import SparseMAPParser
+    >>> X = [[{"form": "dogs", "upos": "NOUN"}, {"form": "bark", "upos": "VERB"}],
+    ...      [{"form": "cats", "upos": "NOUN"}, {"form": "sleep", "upos": "VERB"}]]
+    >>> y = [[2, 0], [2, 0]]
+    >>> parser = SparseMAPParser(max_iter=5, random_state=0).fit(X, y)
+    >>> [h.tolist() for h in parser.predict(X)]
+    [[2, 0], [2, 0]]
+    >>> parser.score(X, y)
+    1.0
+    """
+
+    _parameter_constraints: dict = {
+        "loss": [StrOptions(set(LOSS_KINDS))],
+        "projective": ["boolean"],
+        "single_root": ["boolean"],
+        "features": [StrOptions(set(_PRESETS)), ArcFeatures],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [None, Interval(Real, 0, None, closed="left")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "warm_start": ["boolean"],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "n_jobs": [None, Integral],
+    }
+
+    def __init__(
+        self,
+        loss="sparsemap",
+        *,
+        projective=False,
+        single_root=True,
+        features="rich",
+        alpha=0.0,
+        learning_rate=0.1,
+        batch_size=16,
+        max_iter=10,
+        tol=1e-4,
+        early_stopping=False,
+        validation_fraction=0.1,
+        n_iter_no_change=3,
+        warm_start=False,
+        random_state=None,
+        verbose=0,
+        n_jobs=None,
+    ):
+        self.loss = loss
+        self.projective = projective
+        self.single_root = single_root
+        self.features = features
+        self.alpha = alpha
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.tol = tol
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.verbose = verbose
+        self.n_jobs = n_jobs
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.target_tags.required = True
+        tags.non_deterministic = False
+        return tags
+
+    # --- input --------------------------------------------------------------
+
+    def _encoder(self):
+        if isinstance(self.features, ArcFeatures):
+            return self.features
+        return ArcFeatures(preset=self.features)
+
+    def _encode(self, X, fitted):
+        """Encoded sentences, with their preset and number of features."""
+        if isinstance(X, (str, bytes)) or not hasattr(X, "__len__"):
+            raise ValueError(
+                "X must be a list of sentences (lists of token dicts, as "
+                f"read_conllu returns them), got {type(X).__name__}."
+            )
+        X = list(X)
+        encoded_flags = [isinstance(s, EncodedSentence) for s in X]
+        if X and all(encoded_flags):
+            encoded = X
+            settings = {(s.preset, s.n_features) for s in encoded}
+            if len(settings) > 1:
+                raise ValueError(
+                    "the encoded sentences were made with different ArcFeatures "
+                    f"settings (preset, n_features): {sorted(settings)}."
+                )
+            preset, n_features = settings.pop()
+        elif any(encoded_flags):
+            raise ValueError(
+                "X mixes encoded sentences (ArcFeatures output) and raw ones "
+                f"(sentence {encoded_flags.index(not encoded_flags[0])} differs from "
+                "sentence 0)."
+            )
+        else:
+            if fitted:
+                encoder = ArcFeatures(preset=self.preset_, n_features=self.n_features_)
+            else:
+                encoder = self._encoder()
+            encoded = encoder.fit_transform(X)
+            preset, n_features = encoder.preset, int(encoder.n_features)
+        if fitted and (preset, n_features) != (self.preset_, self.n_features_):
+            raise ValueError(
+                f"X was encoded with preset={preset!r}, n_features={n_features}, but "
+                f"the parser was fitted with preset={self.preset_!r}, "
+                f"n_features={self.n_features_}."
+            )
+        return _Corpus(encoded), preset, n_features
+
+    def _targets(self, y, corpus):
+        """Gold heads (stacked, -1 on root rows) and relation labels, checked."""
+        if isinstance(y, (str, bytes)) or not hasattr(y, "__len__"):
+            raise ValueError(
+                "y must be a list of head sequences (or of (heads, deprels) pairs), "
+                f"one per sentence; got {type(y).__name__}."
+            )
+        y = list(y)
+        if len(y) != len(corpus):
+            raise ValueError(
+                f"X and y have different numbers of sentences: {len(corpus)} and {len(y)}."
+            )
+        if not y:
+            raise ValueError("cannot fit a parser on zero sentences.")
+        pairs = [_is_labelled_pair(item) for item in y]
+        if any(pairs) and not all(pairs):
+            i = pairs.index(not pairs[0])
+            raise ValueError(
+                "y mixes (heads, deprels) pairs and plain head sequences "
+                f"(sentence 0 and sentence {i} differ)."
+            )
+        labelled = all(pairs)
+        heads = [item[0] for item in y] if labelled else y
+        lengths = corpus.lengths
+        flat = []
+        for i, h in enumerate(heads):
+            if isinstance(h, (str, bytes)) or not hasattr(h, "__len__"):
+                raise ValueError(
+                    f"y[{i}] must be the heads of sentence {i} (one integer per word), "
+                    f"got {type(h).__name__}."
+                )
+            if len(h) != lengths[i]:
+                raise ValueError(f"sentence {i} has {lengths[i]} words but {len(h)} heads.")
+            arr = _as_heads(h, "y", i)
+            flat.append(arr)
+        flat_heads = np.concatenate(flat) if flat else np.zeros(0, dtype=np.int64)
+        bad = first_bad_tree(flat_heads, lengths, bool(self.single_root))
+        if bad is not None:
+            word, message = tree_error(flat[bad].tolist(), bool(self.single_root))
+            raise ValueError(
+                f"the gold heads of sentence {bad} are not a tree (word {word}): {message}."
+            )
+        gold = np.full(corpus.offsets[-1], -1, dtype=np.int64)
+        word_rows = np.ones(corpus.offsets[-1], dtype=bool)
+        word_rows[corpus.offsets[:-1]] = False
+        gold[word_rows] = flat_heads
+        labels = None
+        if labelled:
+            labels = []
+            for i, item in enumerate(y):
+                d = list(item[1])
+                if len(d) != lengths[i]:
+                    raise ValueError(
+                        f"sentence {i} has {lengths[i]} words but {len(d)} relation labels."
+                    )
+                for j, lab in enumerate(d):
+                    if not isinstance(lab, str):
+                        raise ValueError(
+                            f"relation label of word {j + 1} of sentence {i} must be a "
+                            f"string, got {lab!r}."
+                        )
+                labels.extend(d)
+        return gold, word_rows, labels
+
+    # --- fit ----------------------------------------------------------------
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Train the parser.
+
+        Parameters
+        ----------
+        X : list of sentences
+            Lists of token dicts (``"form"``, ``"lemma"``, ``"upos"``,
+            ``"xpos"``, ``"feats"``) as
+            :func:`~sksparse_struct.datasets.read_conllu` returns them, or
+            sentences encoded by
+            :class:`~sksparse_struct.feature_extraction.ArcFeatures`.
+        y : list of head sequences, or of (heads, deprels) pairs
+            ``heads[i]`` is the head of word ``i + 1`` (0 for the root); with
+            relation labels, the relation labeller is trained too.
+
+        Returns
+        -------
+        self : SparseMAPParser
+        """
+        warm = self.warm_start and hasattr(self, "coef_")
+        corpus, preset, n_features = self._encode(X, fitted=False)
+        if warm and (preset, n_features) != (self.preset_, self.n_features_):
+            raise ValueError(
+                "warm_start needs the features of the previous fit: got "
+                f"preset={preset!r}, n_features={n_features}, fitted with "
+                f"preset={self.preset_!r}, n_features={self.n_features_}."
+            )
+        gold, word_rows, label_list = self._targets(y, corpus)
+        gold_labels = np.full(gold.shape[0], -1, dtype=np.int64)
+        if label_list is not None:
+            classes, codes = np.unique(np.asarray(label_list, dtype=object).astype(str),
+                                       return_inverse=True)
+            if warm and (self.classes_ is None or not np.array_equal(classes, self.classes_)):
+                raise ValueError("warm_start needs the relation labels of the previous fit.")
+            gold_labels[word_rows] = codes
+        else:
+            classes = None
+            if warm and self.classes_ is not None:
+                raise ValueError("warm_start needs the relation labels of the previous fit.")
+
+        rng = check_random_state(self.random_state)
+        n_sent = len(corpus)
+        if self.early_stopping:
+            n_val = int(np.ceil(self.validation_fraction * n_sent))
+            if n_val < 1 or n_val >= n_sent:
+                raise ValueError(
+                    f"early_stopping needs at least one training and one validation "
+                    f"sentence; validation_fraction={self.validation_fraction} of "
+                    f"{n_sent} sentences leaves {n_sent - n_val} for training."
+                )
+            perm = rng.permutation(n_sent)
+            val_ids = np.sort(perm[:n_val])
+            train_ids = np.sort(perm[n_val:])
+        else:
+            val_ids = None
+            train_ids = np.arange(n_sent)
+
+        kind = LOSS_KINDS[self.loss]
+        adagrad = kind != fast.PERCEPTRON
+        n_labels = 0 if classes is None else len(classes)
+        label_margin = 0.0 if kind == fast.PERCEPTRON else 1.0
+        decay_rate = self.learning_rate * self.alpha if adagrad else 0.0
+        mask = n_features - 1
+        preset_code = _PRESETS[preset]
+        projective = np.bool_(self.projective)
+        single_root = np.bool_(self.single_root)
+        max_as, tol_as, dep_as = _SPARSEMAP_OPTIONS
+
+        w = self.coef_.copy() if warm else np.zeros(n_features)
+        w_sum = np.zeros(n_features)
+        acc = np.zeros(n_features)
+        last = np.zeros(n_features, dtype=np.int64)
+        mark = np.zeros(n_features, dtype=np.int64)
+        g = np.zeros((_BATCH_PARTS, n_features))
+        seen = np.zeros((_BATCH_PARTS, n_features), dtype=np.int64)
+        touched = np.zeros((_BATCH_PARTS, n_features), dtype=np.int64)
+        n_touched = np.zeros(_BATCH_PARTS, dtype=np.int64)
+
+        self.preset_ = preset
+        self.n_features_ = n_features
+        self.classes_ = classes
+        self.loss_curve_ = []
+        self.label_loss_curve_ = []
+        self.validation_scores_ = []
+        self.best_validation_score_ = None
+        self.n_sparsemap_not_converged_ = 0
+        best_w = None
+        best_loss = np.inf
+        no_change = 0
+        step = 0
+        t0 = time.perf_counter()
+        n_threads = min(_BATCH_PARTS, self._n_threads())
+        pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
+        try:
+            for epoch in range(self.max_iter):
+                order = rng.permutation(train_ids)
+                total_loss = 0.0
+                total_label = 0.0
+                for b in range(0, order.shape[0], self.batch_size):
+                    batch = order[b:b + self.batch_size]
+                    parts = _split_parts(batch, corpus.lengths, _BATCH_PARTS)
+                    step += 1
+                    stamp = np.int64(step)
+
+                    def run(p, parts=parts, stamp=stamp):
+                        ids = parts[p]
+                        losses = np.zeros(ids.shape[0])
+                        label_losses = np.zeros(ids.shape[0])
+                        nt, nc = fast.train_part(
+                            np.int64(kind), projective, single_root, np.int64(preset_code),
+                            np.int64(mask), corpus.tokens, corpus.offsets, gold,
+                            gold_labels, np.int64(n_labels), label_margin, ids, w,
+                            np.int64(max_as), tol_as, dep_as, g[p], seen[p], touched[p],
+                            stamp, losses, label_losses,
+                        )
+                        n_touched[p] = nt
+                        return losses.sum(), label_losses.sum(), nc
+
+                    if pool is None:
+                        results = [run(p) for p in range(_BATCH_PARTS)]
+                    else:
+                        results = list(pool.map(run, range(_BATCH_PARTS)))
+                    for loss_sum, label_sum, nc in results:
+                        total_loss += loss_sum
+                        total_label += label_sum
+                        self.n_sparsemap_not_converged_ += nc
+                    scale = 1.0 / batch.shape[0] if adagrad else 1.0
+                    fast.apply_update(
+                        g, touched, n_touched, mark, np.int64(step), scale, w, w_sum, last,
+                        acc, np.bool_(adagrad), float(self.learning_rate), decay_rate,
+                        _ADAGRAD_EPS,
+                    )
+                fast.flush_updates(np.int64(step), w, w_sum, last, acc, decay_rate,
+                                   _ADAGRAD_EPS)
+                self.coef_ = w_sum / step
+                self.t_ = step
+                self.n_iter_ = epoch + 1
+                mean_loss = total_loss / train_ids.shape[0]
+                self.loss_curve_.append(mean_loss)
+                if n_labels:
+                    self.label_loss_curve_.append(total_label / train_ids.shape[0])
+                message = f"epoch {epoch + 1}: loss {mean_loss:.5f}"
+                if n_labels:
+                    message += f", label loss {self.label_loss_curve_[-1]:.5f}"
+                if val_ids is not None:
+                    val_heads = self._decode(corpus, val_ids, pool)[0]
+                    true = [gold[corpus.offsets[s] + 1:corpus.offsets[s + 1]]
+                            for s in val_ids]
+                    score = uas_score(true, val_heads)
+                    self.validation_scores_.append(score)
+                    message += f", validation UAS {score:.4f}"
+                    improved = self.tol is None or score > (
+                        -np.inf if self.best_validation_score_ is None
+                        else self.best_validation_score_ + self.tol)
+                    if (self.best_validation_score_ is None
+                            or score > self.best_validation_score_):
+                        self.best_validation_score_ = score
+                        best_w = self.coef_
+                else:
+                    improved = self.tol is None or mean_loss < best_loss - self.tol
+                    best_loss = min(best_loss, mean_loss)
+                if self.verbose:
+                    elapsed = time.perf_counter() - t0
+                    print(f"{message}, {elapsed:.1f} s", file=sys.stdout, flush=True)
+                no_change = 0 if improved else no_change + 1
+                if self.tol is not None and no_change >= self.n_iter_no_change:
+                    break
+        finally:
+            if pool is not None:
+                pool.shutdown()
+        if best_w is not None:
+            self.coef_ = best_w
+        return self
+
+    def _n_threads(self):
+        return effective_n_jobs(self.n_jobs) if self.n_jobs is not None else 1
+
+    # --- prediction ---------------------------------------------------------
+
+    def _decode(self, corpus, ids, pool):
+        """MAP heads (and label indices) of the sentences ``ids``."""
+        heads = np.zeros(corpus.offsets[-1], dtype=np.int64)
+        labels = np.zeros(corpus.offsets[-1], dtype=np.int64)
+        n_labels = 0 if self.classes_ is None else len(self.classes_)
+        chunks = [np.ascontiguousarray(ids[i:i + _PREDICT_CHUNK])
+                  for i in range(0, ids.shape[0], _PREDICT_CHUNK)]
+
+        def run(chunk):
+            return fast.decode_part(
+                np.bool_(self.projective), np.bool_(self.single_root),
+                np.int64(_PRESETS[self.preset_]), np.int64(self.n_features_ - 1),
+                corpus.tokens, corpus.offsets, np.int64(n_labels), chunk, self.coef_,
+                heads, labels,
+            )
+
+        results = [run(c) for c in chunks] if pool is None else list(pool.map(run, chunks))
+        for bad in results:
+            if bad >= 0:  # only with non-finite weights
+                raise ValueError(f"no tree has a finite score for sentence {bad}.")
+        out_heads = [heads[corpus.offsets[s] + 1:corpus.offsets[s + 1]].copy() for s in ids]
+        out_labels = None
+        if n_labels:
+            out_labels = [self.classes_[labels[corpus.offsets[s] + 1:corpus.offsets[s + 1]]]
+                          .tolist() for s in ids]
+        return out_heads, out_labels
+
+    def predict(self, X, return_deprel=False):
+        """Parse sentences.
+
+        Parameters
+        ----------
+        X : list of sentences
+            As in :meth:`fit`.
+        return_deprel : bool, default=False
+            Also return the relation label of every predicted arc (needs a
+            parser fitted with labels).
+
+        Returns
+        -------
+        heads : list of ndarray of int64
+            Per sentence, the head of every word (0 for the root); always a
+            tree (with one root word when ``single_root``).
+        deprels : list of list of str
+            Only with ``return_deprel``: the relation of every word.
+        """
+        check_is_fitted(self, "coef_")
+        if return_deprel and self.classes_ is None:
+            raise ValueError(
+                "return_deprel=True needs a parser fitted with relation labels: "
+                "fit it with y as (heads, deprels) pairs."
+            )
+        corpus, _, _ = self._encode(X, fitted=True)
+        n_threads = self._n_threads()
+        pool = ThreadPoolExecutor(n_threads) if n_threads > 1 and len(corpus) > 1 else None
+        try:
+            heads, labels = self._decode(corpus, np.arange(len(corpus)), pool)
+        finally:
+            if pool is not None:
+                pool.shutdown()
+        if return_deprel:
+            return heads, labels
+        return heads
+
+    def _sentence_scores(self, corpus, s):
+        n = int(corpus.lengths[s])
+        S = np.empty((n + 1, n + 1))
+        HS, MS, aux, buf, val = fast.new_states(np.int64(n))
+        fast.sentence_scores(
+            corpus.tokens, np.int64(corpus.offsets[s]), np.int64(n), self.coef_,
+            np.int64(_PRESETS[self.preset_]), np.int64(self.n_features_ - 1), S, HS, MS, aux,
+            buf, val,
+        )
+        return S
+
+    def decision_function(self, X):
+        """Arc scores of every sentence.
+
+        Parameters
+        ----------
+        X : list of sentences
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        scores : list of ndarray of shape (n + 1, n + 1)
+            ``scores[h, m]`` for the arc ``h -> m`` (0 is the root); ``-inf``
+            on column 0 and the diagonal, as
+            :class:`~sksparse_struct.structures.DependencyTree` takes them.
+        """
+        check_is_fitted(self, "coef_")
+        corpus, _, _ = self._encode(X, fitted=True)
+        return [self._sentence_scores(corpus, s) for s in range(len(corpus))]
+
+    def _structure(self):
+        return DependencyTree(projective=bool(self.projective),
+                              single_root=bool(self.single_root))
+
+    def predict_marginals(self, X):
+        """Arc posteriors of every sentence.
+
+        Marginal probabilities of the arcs under the CRF (Gibbs) distribution
+        for ``loss="crf"``; the SparseMAP posteriors (expected arcs under the
+        sparse distribution of :meth:`predict_sparse`) for the other losses.
+
+        Parameters
+        ----------
+        X : list of sentences
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        marginals : list of ndarray of shape (n + 1, n + 1)
+            ``marginals[h, m]`` is the posterior of the arc ``h -> m``; each
+            column ``m >= 1`` sums to one.
+        """
+        structure = self._structure()
+        out = []
+        for S in self.decision_function(X):
+            if self.loss == "crf":
+                out.append(structure.marginals(S)[0])
+            else:
+                out.append(self._sparsemap(structure, S).marginals)
+        return out
+
+    def _sparsemap(self, structure, S):
+        max_as, tol_as, _ = _SPARSEMAP_OPTIONS
+        return sparsemap(structure, S, max_iter=max_as, tol=tol_as)
+
+    def predict_sparse(self, X):
+        """The SparseMAP distribution over trees of every sentence.
+
+        Parameters
+        ----------
+        X : list of sentences
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        supports : list of list of (ndarray, float)
+            Per sentence, the trees with nonzero probability as ``(heads,
+            probability)`` (heads as :meth:`predict` returns them), most
+            probable first. Usually a handful of trees.
+        """
+        structure = self._structure()
+        out = []
+        for S in self.decision_function(X):
+            result = self._sparsemap(structure, S)
+            out.append([(np.asarray(heads[1:], dtype=np.int64), float(p))
+                        for heads, p in result.support])
+        return out
+
+    def score(self, X, y):
+        """Unlabelled attachment score (fraction of words with the right head).
+
+        Parameters
+        ----------
+        X : list of sentences
+            As in :meth:`fit`.
+        y : list of head sequences, or of (heads, deprels) pairs
+            Gold trees.
+
+        Returns
+        -------
+        uas : float
+        """
+        y = list(y)
+        if y and all(_is_labelled_pair(item) for item in y):
+            y = [item[0] for item in y]
+        return uas_score(y, self.predict(X))

@@ -1,0 +1,446 @@
+"""Numba kernels of the first-order dependency parser: losses, gradients, updates.
+
+Data layout: the sentences' token attributes are stacked in one int64 array
+``tokens`` (``_arc_features_fast``'s columns), sentence ``s`` on rows
+``offsets[s]`` (its root) to ``offsets[s + 1] - 1``; ``gold`` holds the
+gold head of every row (-1 on root rows) and ``gold_labels`` the relation
+label index (-1 on root rows, or everywhere when no labels are learnt).
+
+Arc scores are ``(n + 1, n + 1)`` matrices as ``DependencyTree`` takes them.
+The loss of a sentence is computed from them, then its gradient with
+respect to the arc scores is pushed through the (hashed) features into a
+dense gradient buffer ``g`` whose touched indices are listed in
+``touched``: one buffer per fixed part of a mini-batch, merged in a fixed
+order by :func:`apply_update`, so results do not depend on the number of
+threads. Relation labels are scored by a multiclass linear model on
+:func:`label_features` conjoined with the label, in the same weight vector.
+"""
+
+import numpy as np
+
+from ..feature_extraction._arc_features_fast import (
+    LABEL_FEATURES,
+    arc_features_from_states,
+    index_shift,
+    label_block,
+    label_features,
+    label_index,
+    new_states,
+    token_states,
+)
+from ..inference._sparsemap_fast import active_set_projective_tree, active_set_tree
+from ..structures._nonprojective_fast import (
+    chu_liu_edmonds,
+    matrix_tree_marginals,
+    matrix_tree_marginals_rooted_log,
+)
+from ..structures._projective_fast import eisner, inside_outside
+from ..utils._numba import njit
+
+# Loss kinds.
+CRF = 0
+HINGE = 1
+PERCEPTRON = 2
+SPARSEMAP = 3
+MARGIN_SPARSEMAP = 4
+
+
+@njit
+def sentence_scores(tokens, start, n, w, preset, mask, S, HS, MS, aux, buf, val):
+    """Arc scores of one sentence into ``S`` (``(n + 1, n + 1)``; -inf off the arcs).
+
+    Also leaves the sentence's template states in ``HS``, ``MS`` (for
+    :func:`add_arc`).
+    """
+    token_states(tokens, start, n, HS, MS, aux)
+    shift = index_shift(mask)
+    for h in range(n + 1):
+        S[h, 0] = -np.inf
+        S[h, h] = -np.inf
+    for h in range(n + 1):
+        for m in range(1, n + 1):
+            if h == m:
+                continue
+            k = arc_features_from_states(tokens, start, n, h, m, preset, HS, MS, aux,
+                                         shift, mask, buf, val)
+            s = 0.0
+            for j in range(k):
+                s += val[j] * w[buf[j]]
+            S[h, m] = s
+
+
+@njit
+def _push(idx, value, g, seen, touched, n_touched, stamp):
+    g[idx] += value
+    if seen[idx] != stamp:
+        seen[idx] = stamp
+        touched[n_touched] = idx
+        n_touched += 1
+    return n_touched
+
+
+@njit
+def add_arc(tokens, start, n, h, m, value, preset, HS, MS, aux, shift, mask, buf, val, g, seen,
+            touched, n_touched, stamp):
+    """Add ``value`` times the features of ``h -> m`` to ``g``; return the new count."""
+    k = arc_features_from_states(tokens, start, n, h, m, preset, HS, MS, aux, shift, mask, buf,
+                                 val)
+    for j in range(k):
+        n_touched = _push(buf[j], value * val[j], g, seen, touched, n_touched, stamp)
+    return n_touched
+
+
+@njit
+def best_tree(S, projective, single_root, heads):
+    """MAP tree into ``heads``; False when no tree exists (cannot happen on finite scores)."""
+    if projective:
+        return eisner(S, single_root, heads) > -np.inf
+    return chu_liu_edmonds(S, single_root, heads)
+
+
+@njit
+def crf_marginals(S, projective, single_root, mu):
+    """Arc marginals into ``mu``; return log Z.
+
+    The matrix-tree path is checked the way ``DependencyTree.marginals``
+    checks it (every column sums to one) and redone by the subtraction-free
+    log-space path when it cancelled.
+    """
+    if projective:
+        return inside_outside(S, single_root, mu)
+    log_z = matrix_tree_marginals(S, single_root, mu)
+    N = S.shape[0]
+    ok = np.isfinite(log_z)
+    if ok:
+        for m in range(1, N):
+            c = 0.0
+            for h in range(N):
+                c += mu[h, m]
+            if not abs(c - 1.0) <= 1e-9:
+                ok = False
+                break
+    if not ok:
+        log_z = matrix_tree_marginals_rooted_log(S, single_root, mu)
+    return log_z
+
+
+@njit
+def sparsemap_support(S, projective, single_root, max_iter, tol, dep_tol):
+    """The active set on the arc scores ``S``: head rows, probabilities, scores, size."""
+    n = S.shape[0] - 1
+    eta = np.empty(n * n)
+    for m in range(1, n + 1):
+        base = (m - 1) * n
+        for h in range(n + 1):
+            if h < m:
+                eta[base + h] = S[h, m]
+            elif h > m:
+                eta[base + h - 1] = S[h, m]
+    if projective:
+        M, H, theta, p, k, n_iter, gap, converged, status = active_set_projective_tree(
+            eta, n, single_root, max_iter, tol, dep_tol
+        )
+    else:
+        M, H, theta, p, k, n_iter, gap, converged, status = active_set_tree(
+            eta, n, single_root, max_iter, tol, dep_tol
+        )
+    return H, p, theta, k, converged, status
+
+
+@njit
+def _tree_score(S, heads, n):
+    s = 0.0
+    for m in range(1, n + 1):
+        s += S[heads[m], m]
+    return s
+
+
+@njit
+def sentence_loss(kind, S, gold, n, projective, single_root, max_iter, tol, dep_tol, D,
+                  heads):
+    """Loss of one sentence and its gradient w.r.t. the arc scores into ``D``.
+
+    ``gold`` is the gold head of words ``1..n`` at positions ``1..n``;
+    ``S`` is restored on return; ``heads`` is a ``(1, n + 1)`` work row.
+    Returns ``(loss, converged)`` (``converged`` is False only when a
+    SparseMAP active set hit ``max_iter``). ``D`` is dense for the CRF
+    loss and nonzero only on the arcs of the gold and predicted trees
+    otherwise.
+    """
+    N = n + 1
+    for h in range(N):
+        for m in range(N):
+            D[h, m] = 0.0
+    gold_score = 0.0
+    for m in range(1, N):
+        gold_score += S[gold[m], m]
+    converged = True
+    if kind == CRF:
+        log_z = crf_marginals(S, projective, single_root, D)
+        for m in range(1, N):
+            D[gold[m], m] -= 1.0
+        return log_z - gold_score, converged
+    if kind == PERCEPTRON or kind == HINGE:
+        if kind == HINGE:
+            for m in range(1, N):
+                for h in range(N):
+                    if h != gold[m] and h != m:
+                        S[h, m] += 1.0
+        row = heads[0]
+        best_tree(S, projective, single_root, row)
+        loss = _tree_score(S, row, n) - gold_score
+        if kind == HINGE:
+            for m in range(1, N):
+                for h in range(N):
+                    if h != gold[m] and h != m:
+                        S[h, m] -= 1.0
+        for m in range(1, N):
+            if row[m] != gold[m]:
+                D[row[m], m] += 1.0
+                D[gold[m], m] -= 1.0
+        if loss < 0.0:
+            # Only rounding (the gold tree is among the candidates).
+            loss = 0.0
+        return loss, converged
+    # SparseMAP: max_mu <eta, mu> - ||mu||^2 / 2 - <S, y> + ||y||^2 / 2, with
+    # eta = S (+ the Hamming cost 1 - y for the margin variant).
+    if kind == MARGIN_SPARSEMAP:
+        for m in range(1, N):
+            for h in range(N):
+                if h != gold[m] and h != m:
+                    S[h, m] += 1.0
+    H, p, theta, k, converged, status = sparsemap_support(
+        S, projective, single_root, max_iter, tol, dep_tol
+    )
+    if kind == MARGIN_SPARSEMAP:
+        for m in range(1, N):
+            for h in range(N):
+                if h != gold[m] and h != m:
+                    S[h, m] -= 1.0
+    tp = 0.0
+    for s in range(k):
+        tp += p[s] * theta[s]
+        for m in range(1, N):
+            D[H[s, m], m] += p[s]
+    mm = 0.0
+    for m in range(1, N):
+        for h in range(N):
+            mm += D[h, m] * D[h, m]
+    for m in range(1, N):
+        D[gold[m], m] -= 1.0
+    return tp - 0.5 * mm - gold_score + 0.5 * n, converged
+
+
+@njit
+def label_scores(tokens, start, n, h, m, w, n_labels, shift, mask, fbuf, out):
+    """Scores of every label for the arc ``h -> m`` into ``out``; return the feature count."""
+    k = label_features(tokens, start, n, h, m, mask, fbuf)
+    for lab in range(n_labels):
+        out[lab] = 0.0
+    for j in range(k):
+        for group in range((n_labels + 7) >> 3):
+            base = label_block(fbuf[j], group, shift, mask)
+            first = group << 3
+            last = min(first + 8, n_labels)
+            for lab in range(first, last):
+                out[lab] += w[base + lab - first]
+    return k
+
+
+@njit
+def train_part(kind, projective, single_root, preset, mask, tokens, offsets, gold,
+               gold_labels, n_labels, label_margin, sent_ids, w, max_iter, tol, dep_tol,
+               g, seen, touched, stamp, losses, label_losses):
+    """Losses and gradients of the sentences ``sent_ids`` (one part of a mini-batch).
+
+    Adds the gradients to ``g`` (listing new indices in ``touched``, marked
+    by ``seen[idx] == stamp``), writes each sentence's parsing loss and
+    relation-label loss (multiclass hinge with margin ``label_margin``) into
+    ``losses`` / ``label_losses`` (indexed like ``sent_ids``). Returns the
+    number of touched indices and of SparseMAP solves that did not converge.
+    """
+    L = 0
+    for t in range(sent_ids.shape[0]):
+        s = sent_ids[t]
+        n = offsets[s + 1] - offsets[s] - 1
+        if n > L:
+            L = n
+    S = np.empty((L + 1, L + 1))
+    D = np.empty((L + 1, L + 1))
+    heads = np.empty((1, L + 1), dtype=np.int64)
+    HS, MS, aux, buf, val = new_states(L)
+    shift = index_shift(mask)
+    fbuf = np.empty(LABEL_FEATURES, dtype=np.int64)
+    lab_s = np.empty(max(n_labels, 1))
+    n_touched = 0
+    not_converged = 0
+    for t in range(sent_ids.shape[0]):
+        s = sent_ids[t]
+        start = offsets[s]
+        n = offsets[s + 1] - start - 1
+        Ss = S[: n + 1, : n + 1]
+        Ds = D[: n + 1, : n + 1]
+        hs = heads[:, : n + 1]
+        sentence_scores(tokens, start, n, w, preset, mask, Ss, HS, MS, aux, buf, val)
+        loss, converged = sentence_loss(
+            kind, Ss, gold[start:start + n + 1], n, projective, single_root, max_iter, tol,
+            dep_tol, Ds, hs,
+        )
+        if not converged:
+            not_converged += 1
+        losses[t] = loss
+        for h in range(n + 1):
+            for m in range(1, n + 1):
+                v = Ds[h, m]
+                if v != 0.0 and h != m:
+                    n_touched = add_arc(tokens, start, n, h, m, v, preset, HS, MS, aux,
+                                        shift, mask, buf, val, g, seen, touched, n_touched,
+                                        stamp)
+        label_loss = 0.0
+        if n_labels > 0:
+            for m in range(1, n + 1):
+                h = gold[start + m]
+                y = gold_labels[start + m]
+                k = label_scores(tokens, start, n, h, m, w, n_labels, shift, mask, fbuf,
+                                 lab_s)
+                best = -1
+                best_score = -np.inf
+                for lab in range(n_labels):
+                    v = lab_s[lab] + (0.0 if lab == y else label_margin)
+                    if v > best_score:
+                        best_score = v
+                        best = lab
+                if best != y:
+                    label_loss += best_score - lab_s[y]
+                    for j in range(k):
+                        n_touched = _push(label_index(fbuf[j], best, shift, mask), 1.0, g,
+                                          seen, touched, n_touched, stamp)
+                        n_touched = _push(label_index(fbuf[j], y, shift, mask), -1.0, g,
+                                          seen, touched, n_touched, stamp)
+        label_losses[t] = label_loss
+    return n_touched, not_converged
+
+
+@njit
+def apply_update(g, touched, n_touched, mark, step, scale, w, w_sum, last, acc, adagrad,
+                 learning_rate, decay_rate, eps):
+    """Apply one mini-batch update to the touched coordinates, parts in order.
+
+    The batch gradient of coordinate ``i`` is ``scale * sum_p g[p, i]``
+    (parts summed in order; ``g`` is reset to zero). Perceptron
+    (``adagrad`` False): ``w_i -= g_i``. AdaGrad: ``acc_i += g_i^2``, ``w_i
+    -= learning_rate * g_i / sqrt(acc_i + eps)``. L2 (``decay_rate =
+    learning_rate * alpha``) shrinks ``w_i`` by ``1 - decay_rate /
+    sqrt(acc_i + eps)`` at every step, applied lazily when ``i`` is touched:
+    the accumulator holds only the loss gradients, so the factor stays the
+    same between touches. ``w_sum`` holds the sum of ``w`` over the steps up
+    to ``last`` (for the averaged weights), ``step`` is this update's number
+    (1-based), ``mark`` marks coordinates already done in this step.
+    """
+    P = g.shape[0]
+    for p in range(P):
+        for j in range(n_touched[p]):
+            i = touched[p, j]
+            if mark[i] == step:
+                continue
+            mark[i] = step
+            gi = 0.0
+            for q in range(P):
+                gi += g[q, i]
+                g[q, i] = 0.0
+            gi *= scale
+            wi = w[i]
+            r = step - 1 - last[i]
+            if decay_rate > 0.0:
+                f = 1.0 - decay_rate / np.sqrt(acc[i] + eps)
+                if f < 0.0:
+                    f = 0.0
+                if r > 0 and wi != 0.0:
+                    # Steps last+1 .. step-1: w shrinks geometrically.
+                    geo = 0.0
+                    fk = 1.0
+                    for _ in range(r):
+                        fk *= f
+                        geo += fk
+                    w_sum[i] += wi * geo
+                    wi *= fk
+            else:
+                w_sum[i] += wi * r
+            if adagrad:
+                acc[i] += gi * gi
+                denom = np.sqrt(acc[i] + eps)
+                wi -= (learning_rate * gi + decay_rate * wi) / denom
+            else:
+                wi -= gi
+            w[i] = wi
+            w_sum[i] += wi
+            last[i] = step
+
+
+@njit
+def flush_updates(step, w, w_sum, last, acc, decay_rate, eps):
+    """Bring every coordinate to ``step`` (the lazy shrinkage and sums)."""
+    for i in range(w.shape[0]):
+        r = step - last[i]
+        if r <= 0:
+            continue
+        wi = w[i]
+        if wi != 0.0:
+            if decay_rate > 0.0:
+                f = 1.0 - decay_rate / np.sqrt(acc[i] + eps)
+                if f < 0.0:
+                    f = 0.0
+                geo = 0.0
+                fk = 1.0
+                for _ in range(r):
+                    fk *= f
+                    geo += fk
+                w_sum[i] += wi * geo
+                w[i] = wi * fk
+            else:
+                w_sum[i] += wi * r
+        last[i] = step
+
+
+@njit
+def decode_part(projective, single_root, preset, mask, tokens, offsets, n_labels, sent_ids, w,
+                heads_out, labels_out):
+    """MAP trees (and best labels of their arcs) of the sentences ``sent_ids``.
+
+    Writes rows of ``heads_out`` / ``labels_out`` (the stacked layout of
+    ``tokens``). Returns the index of the first sentence without a tree,
+    or -1.
+    """
+    L = 0
+    for t in range(sent_ids.shape[0]):
+        s = sent_ids[t]
+        n = offsets[s + 1] - offsets[s] - 1
+        if n > L:
+            L = n
+    S = np.empty((L + 1, L + 1))
+    HS, MS, aux, buf, val = new_states(L)
+    shift = index_shift(mask)
+    fbuf = np.empty(LABEL_FEATURES, dtype=np.int64)
+    lab_s = np.empty(max(n_labels, 1))
+    row = np.empty(L + 1, dtype=np.int64)
+    for t in range(sent_ids.shape[0]):
+        s = sent_ids[t]
+        start = offsets[s]
+        n = offsets[s + 1] - start - 1
+        Ss = S[: n + 1, : n + 1]
+        sentence_scores(tokens, start, n, w, preset, mask, Ss, HS, MS, aux, buf, val)
+        hr = row[: n + 1]
+        if not best_tree(Ss, projective, single_root, hr):
+            return s
+        for m in range(n + 1):
+            heads_out[start + m] = hr[m]
+        labels_out[start] = -1
+        if n_labels > 0:
+            for m in range(1, n + 1):
+                label_scores(tokens, start, n, hr[m], m, w, n_labels, shift, mask, fbuf, lab_s)
+                best = 0
+                for lab in range(1, n_labels):
+                    if lab_s[lab] > lab_s[best]:
+                        best = lab
+                labels_out[start + m] = best
+    return -1

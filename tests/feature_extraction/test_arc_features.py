@@ -1,0 +1,185 @@
+"""ArcFeatures: token encoding, hashed arc feature templates, errors."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+from sksparse_struct.feature_extraction import ArcFeatures, EncodedSentence
+from sksparse_struct.feature_extraction import _arc_features_fast as fast
+
+
+def _sentence(n, seed=0):
+    rng = np.random.RandomState(seed)
+    tags = ["NOUN", "VERB", "ADP", "DET", "PUNCT", "CCONJ", "AUX"]
+    return [
+        {"form": f"W{rng.randint(6)}", "lemma": f"w{rng.randint(6)}",
+         "upos": tags[rng.randint(len(tags))], "xpos": f"X{rng.randint(4)}",
+         "feats": "_" if rng.rand() < 0.5 else "Number=Sing"}
+        for _ in range(n)
+    ]
+
+
+def test_encoding_layout_and_flags():
+    sent = [{"form": "Dogs", "upos": "NOUN"}, {"form": "do", "upos": "AUX"},
+            {"form": "and", "upos": "CCONJ"}, {"form": ".", "upos": "PUNCT"}]
+    enc = ArcFeatures().fit_transform([sent])[0]
+    assert isinstance(enc, EncodedSentence) and len(enc) == 4
+    assert enc.tokens.shape == (5, fast.N_COLUMNS) and enc.tokens.dtype == np.int64
+    assert enc.tokens[:, fast.FLAGS].tolist() == [
+        0, 0, fast.VERB_FLAG, fast.COORD_FLAG, fast.PUNCT_FLAG]
+    # Hashes are 32-bit, non-negative.
+    assert enc.tokens.min() >= 0 and enc.tokens.max() < 2**32
+
+
+def test_missing_columns_fall_back():
+    full = [{"form": "Dogs", "lemma": "dogs", "upos": "NOUN", "xpos": "NOUN", "feats": "_"}]
+    missing = [{"form": "Dogs", "lemma": "_", "upos": "NOUN", "xpos": "_"}]
+    pairs = [("Dogs", "NOUN")]
+    a, b, c = (ArcFeatures().transform([s])[0].tokens for s in (full, missing, pairs))
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, c)
+    # The form is lower-cased.
+    lower = ArcFeatures().transform([[("dogs", "NOUN")]])[0].tokens
+    np.testing.assert_array_equal(a, lower)
+
+
+def test_hashes_are_stable_across_processes():
+    # Fixed values: a change of the hashing silently invalidates fitted
+    # models, so it must be deliberate (crc32 is independent of PYTHONHASHSEED).
+    enc = ArcFeatures(preset="mst").transform([[("Dogs", "NOUN"), ("bark", "VERB")]])[0]
+    idx = ArcFeatures(preset="mst").arc_feature_indices(enc, 2, 1)
+    assert idx.shape == (48,)
+    again = pickle.loads(pickle.dumps(enc))
+    np.testing.assert_array_equal(
+        ArcFeatures(preset="mst").arc_feature_indices(again, 2, 1), idx)
+    assert int(enc.tokens[1, fast.FORM]) == 1131911154
+
+
+@pytest.mark.parametrize("n", [2, 5, 12])
+def test_mst_feature_count(n):
+    enc = ArcFeatures(preset="mst").transform([_sentence(n)])[0]
+    af = ArcFeatures(preset="mst")
+    for h in range(n + 1):
+        for m in range(1, n + 1):
+            if h != m:
+                # 48 fixed features plus 2 per word in between.
+                assert af.arc_feature_indices(enc, h, m).shape[0] == 48 + 2 * (abs(h - m) - 1)
+
+
+def test_rich_extends_mst_and_counts_between_words():
+    n = 9
+    sent = _sentence(n, seed=3)
+    mst = ArcFeatures(preset="mst")
+    rich = ArcFeatures(preset="rich")
+    em = mst.transform([sent])[0]
+    er = rich.transform([sent])[0]
+    for h, m in [(0, 5), (2, 9), (9, 1), (4, 5)]:
+        a = mst.arc_feature_indices(em, h, m)
+        b = rich.arc_feature_indices(er, h, m)
+        assert b.shape[0] >= a.shape[0] + 45
+        # The 48 template features of "mst" come first in "rich" too.
+        np.testing.assert_array_equal(np.sort(a[:48]), np.sort(b[:48]))
+
+
+def test_features_only_see_their_window():
+    # MST templates read the head and modifier, their neighbours and the words
+    # in between: a word further away does not change the arc's features.
+    sent = _sentence(8, seed=1)
+    other = [dict(t) for t in sent]
+    other[7] = {"form": "zzz", "lemma": "zzz", "upos": "INTJ", "xpos": "UH", "feats": "_"}
+    for preset in ["mst", "rich"]:
+        af = ArcFeatures(preset=preset)
+        e1, e2 = af.transform([sent, other])
+        np.testing.assert_array_equal(af.arc_feature_indices(e1, 2, 4),
+                                      af.arc_feature_indices(e2, 2, 4))
+        assert not np.array_equal(af.arc_feature_indices(e1, 2, 7),
+                                  af.arc_feature_indices(e2, 2, 7))
+
+
+def test_direction_matters():
+    enc = ArcFeatures().transform([[("a", "X"), ("a", "X")]])[0]
+    af = ArcFeatures()
+    assert not np.array_equal(np.sort(af.arc_feature_indices(enc, 1, 2)),
+                              np.sort(af.arc_feature_indices(enc, 2, 1)))
+
+
+def test_between_counts_equal_repeated_features():
+    # Two identical tags in between count twice: the same indices repeated.
+    sent = [("a", "NOUN"), ("b", "DET"), ("c", "DET"), ("d", "VERB")]
+    af = ArcFeatures(preset="mst")
+    enc = af.transform([sent])[0]
+    idx = af.arc_feature_indices(enc, 1, 4)
+    values, counts = np.unique(idx[48:], return_counts=True)
+    assert values.shape[0] == 2 and np.all(counts == 2)
+
+
+def test_indices_in_range():
+    af = ArcFeatures(n_features=2**10)
+    enc = af.transform([_sentence(15, seed=4)])[0]
+    for h, m in [(0, 1), (15, 1), (3, 12)]:
+        idx = af.arc_feature_indices(enc, h, m)
+        assert idx.min() >= 0 and idx.max() < 2**10
+
+
+def test_parser_scores_are_sums_of_feature_weights():
+    from sksparse_struct import SparseMAPParser
+
+    X = [_sentence(6, seed=s) for s in range(6)]
+    y = [[0, 1, 2, 3, 4, 5] for _ in X]
+    af = ArcFeatures(n_features=2**12)
+    parser = SparseMAPParser("hinge", features=af, max_iter=2, random_state=0).fit(X, y)
+    enc = af.transform(X[:2])
+    for e, S in zip(enc, parser.decision_function(X[:2])):
+        for h in range(7):
+            for m in range(1, 7):
+                if h != m:
+                    expected = parser.coef_[af.arc_feature_indices(e, h, m)].sum()
+                    assert S[h, m] == pytest.approx(expected, rel=1e-12, abs=1e-12)
+        assert np.all(np.isneginf(S[:, 0])) and np.all(np.isneginf(np.diag(S)))
+
+
+def test_stateless_and_pickles():
+    af = ArcFeatures(preset="mst", n_features=2**16)
+    X = [_sentence(3)]
+    a = af.transform(X)[0].tokens
+    b = pickle.loads(pickle.dumps(af)).fit(X).transform(X)[0].tokens
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"preset": "turbo"}, "preset must be one of"),
+    ({"n_features": 1000}, "power of two"),
+    ({"n_features": 8}, "power of two"),
+    ({"n_features": 2.0**20}, "power of two"),
+])
+def test_bad_parameters(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ArcFeatures(**kwargs).fit([[("a", "X")]])
+
+
+@pytest.mark.parametrize("X, match", [
+    ([[]], "sentence 0 is empty"),
+    ([[("a", "X")], "abc"], "sentence 1 must be a list of tokens"),
+    ([[("a", "X"), 3]], "token 1 of sentence 0"),
+    ([[{"lemma": "a"}]], "no string 'form'"),
+    ([[{"form": "a", "upos": 3}]], "'upos' must be a string"),
+    ("not a list", "X must be a list of sentences"),
+])
+def test_bad_input(X, match):
+    with pytest.raises(ValueError, match=match):
+        ArcFeatures().transform(X)
+
+
+def test_encoding_twice_is_an_error():
+    enc = ArcFeatures().transform([[("a", "X")]])
+    with pytest.raises(ValueError, match="already encoded"):
+        ArcFeatures().transform(enc)
+
+
+def test_arc_feature_indices_checks_the_arc():
+    af = ArcFeatures()
+    enc = af.transform([[("a", "X"), ("b", "Y")]])[0]
+    for h, m in [(1, 1), (0, 0), (3, 1), (0, 3)]:
+        with pytest.raises(ValueError, match="no arc"):
+            af.arc_feature_indices(enc, h, m)
