@@ -169,6 +169,9 @@ class SparseMAPParser(BaseEstimator):
         Validation UAS after each epoch (``early_stopping`` only).
     best_validation_score_ : float or None
         Best of them.
+    n_lifted_arcs_ : int
+        With ``projective=True``: how many gold arcs were lifted to make the
+        training trees projective (see Notes).
     n_sparsemap_not_converged_ : int
         Active-set solves that stopped at their iteration limit (SparseMAP
         losses); should be 0.
@@ -186,6 +189,14 @@ class SparseMAPParser(BaseEstimator):
     when it is next touched (AdaGrad's per-weight step only changes when
     the weight is touched, so the deferred product is exact); the averaged
     weights account for it exactly too.
+
+    With ``projective=True`` a non-projective gold tree lies outside the
+    model's reach, and every loss could stay positive (or, for the
+    SparseMAP and CRF losses, turn negative) on it forever. Such trees are
+    made projective for training by lifting their crossing arcs, shortest
+    first, to the head's head (Kahane, Nasr & Rambow 1998; Nivre & Nilsson
+    2005); the labels stay with their words. Scores always compare with the
+    original trees.
 
     Examples
     --------
@@ -433,6 +444,14 @@ class SparseMAPParser(BaseEstimator):
             val_ids = None
             train_ids = np.arange(n_sent)
 
+        # A projective parser cannot output a non-projective gold tree: train
+        # it on the projective tree closest to it (arcs lifted), so that every
+        # loss vanishes at its target. Validation scores use the real trees.
+        target = gold
+        self.n_lifted_arcs_ = 0
+        if self.projective:
+            target = gold.copy()
+            self.n_lifted_arcs_ = int(fast.lift_to_projective(target, corpus.offsets))
         kind = LOSS_KINDS[self.loss]
         adagrad = kind != fast.PERCEPTRON
         n_labels = 0 if classes is None else len(classes)
@@ -486,7 +505,7 @@ class SparseMAPParser(BaseEstimator):
                         label_losses = np.zeros(ids.shape[0])
                         nt, nc = fast.train_part(
                             np.int64(kind), projective, single_root, np.int64(preset_code),
-                            np.int64(mask), corpus.tokens, corpus.offsets, gold,
+                            np.int64(mask), corpus.tokens, corpus.offsets, target,
                             gold_labels, np.int64(n_labels), label_margin, ids, w,
                             np.int64(max_as), tol_as, dep_as, g[p], seen[p], touched[p],
                             stamp, losses, label_losses,

@@ -156,12 +156,24 @@ def _tree_score(S, heads, n):
 
 
 @njit
+def _cost_augmented(S, gold, N, add_cost, A):
+    """``A = S`` plus, if ``add_cost``, the Hamming cost 1 on every arc not in ``gold``."""
+    for h in range(N):
+        for m in range(N):
+            v = S[h, m]
+            if add_cost and m > 0 and h != m and h != gold[m]:
+                v += 1.0
+            A[h, m] = v
+
+
+@njit
 def sentence_loss(kind, S, gold, n, projective, single_root, max_iter, tol, dep_tol, D,
-                  heads):
+                  heads, A):
     """Loss of one sentence and its gradient w.r.t. the arc scores into ``D``.
 
     ``gold`` is the gold head of words ``1..n`` at positions ``1..n``;
-    ``S`` is restored on return; ``heads`` is a ``(1, n + 1)`` work row.
+    ``S`` is not modified; ``heads`` (``(1, n + 1)``) and ``A`` (like ``S``,
+    the cost-augmented scores) are work arrays.
     Returns ``(loss, converged)`` (``converged`` is False only when a
     SparseMAP active set hit ``max_iter``). ``D`` is dense for the CRF
     loss and nonzero only on the arcs of the gold and predicted trees
@@ -181,19 +193,10 @@ def sentence_loss(kind, S, gold, n, projective, single_root, max_iter, tol, dep_
             D[gold[m], m] -= 1.0
         return log_z - gold_score, converged
     if kind == PERCEPTRON or kind == HINGE:
-        if kind == HINGE:
-            for m in range(1, N):
-                for h in range(N):
-                    if h != gold[m] and h != m:
-                        S[h, m] += 1.0
+        _cost_augmented(S, gold, N, kind == HINGE, A)
         row = heads[0]
-        best_tree(S, projective, single_root, row)
-        loss = _tree_score(S, row, n) - gold_score
-        if kind == HINGE:
-            for m in range(1, N):
-                for h in range(N):
-                    if h != gold[m] and h != m:
-                        S[h, m] -= 1.0
+        best_tree(A, projective, single_root, row)
+        loss = _tree_score(A, row, n) - gold_score
         for m in range(1, N):
             if row[m] != gold[m]:
                 D[row[m], m] += 1.0
@@ -204,19 +207,10 @@ def sentence_loss(kind, S, gold, n, projective, single_root, max_iter, tol, dep_
         return loss, converged
     # SparseMAP: max_mu <eta, mu> - ||mu||^2 / 2 - <S, y> + ||y||^2 / 2, with
     # eta = S (+ the Hamming cost 1 - y for the margin variant).
-    if kind == MARGIN_SPARSEMAP:
-        for m in range(1, N):
-            for h in range(N):
-                if h != gold[m] and h != m:
-                    S[h, m] += 1.0
+    _cost_augmented(S, gold, N, kind == MARGIN_SPARSEMAP, A)
     H, p, theta, k, converged, status = sparsemap_support(
-        S, projective, single_root, max_iter, tol, dep_tol
+        A, projective, single_root, max_iter, tol, dep_tol
     )
-    if kind == MARGIN_SPARSEMAP:
-        for m in range(1, N):
-            for h in range(N):
-                if h != gold[m] and h != m:
-                    S[h, m] -= 1.0
     tp = 0.0
     for s in range(k):
         tp += p[s] * theta[s]
@@ -267,6 +261,7 @@ def train_part(kind, projective, single_root, preset, mask, tokens, offsets, gol
             L = n
     S = np.empty((L + 1, L + 1))
     D = np.empty((L + 1, L + 1))
+    A = np.empty((L + 1, L + 1))
     heads = np.empty((1, L + 1), dtype=np.int64)
     HS, MS, aux, buf, val = new_states(L)
     shift = index_shift(mask)
@@ -280,11 +275,12 @@ def train_part(kind, projective, single_root, preset, mask, tokens, offsets, gol
         n = offsets[s + 1] - start - 1
         Ss = S[: n + 1, : n + 1]
         Ds = D[: n + 1, : n + 1]
+        As = A[: n + 1, : n + 1]
         hs = heads[:, : n + 1]
         sentence_scores(tokens, start, n, w, preset, mask, Ss, HS, MS, aux, buf, val)
         loss, converged = sentence_loss(
             kind, Ss, gold[start:start + n + 1], n, projective, single_root, max_iter, tol,
-            dep_tol, Ds, hs,
+            dep_tol, Ds, hs, As,
         )
         if not converged:
             not_converged += 1
@@ -444,3 +440,53 @@ def decode_part(projective, single_root, preset, mask, tokens, offsets, n_labels
                         best = lab
                 labels_out[start + m] = best
     return -1
+
+
+@njit
+def _nonprojective_arc(heads, n):
+    """The shortest non-projective arc's modifier (leftmost on ties), or -1.
+
+    The arc ``h -> m`` is projective when ``h`` dominates every word
+    between ``h`` and ``m``.
+    """
+    best_m = -1
+    best_len = n + 2
+    for m in range(1, n + 1):
+        h = heads[m]
+        lo = h if h < m else m
+        hi = m if h < m else h
+        if hi - lo < 2 or hi - lo >= best_len or h == 0:
+            continue
+        for b in range(lo + 1, hi):
+            a = b
+            while a != h and a > 0:
+                a = heads[a]
+            if a != h:
+                best_m = m
+                best_len = hi - lo
+                break
+    return best_m
+
+
+@njit
+def lift_to_projective(heads, offsets):
+    """Make every tree projective by lifting arcs, in place; return the number of lifts.
+
+    ``heads`` is the stacked layout (-1 on root rows, positions relative to
+    each sentence's root row). The shortest non-projective arc is lifted to
+    its head's head until none is left (Kahane, Nasr & Rambow 1998; Nivre &
+    Nilsson 2005). An arc from the root never crosses another, so a tree
+    with a single root word keeps it.
+    """
+    lifts = 0
+    for s in range(offsets.shape[0] - 1):
+        start = offsets[s]
+        n = offsets[s + 1] - start - 1
+        tree = heads[start:start + n + 1]
+        while True:
+            m = _nonprojective_arc(tree, n)
+            if m < 0:
+                break
+            tree[m] = tree[tree[m]]
+            lifts += 1
+    return lifts
