@@ -68,6 +68,7 @@ _API_MODULES = {
     "sksparse_struct.feature_extraction": "sksparse_struct.feature_extraction",
     "sksparse_struct.metrics": "sksparse_struct.metrics",
     "sksparse_struct.tagging": "sksparse_struct.tagging",
+    "sksparse_struct.parsing": "sksparse_struct.parsing",
 }
 
 
