@@ -5,22 +5,27 @@ Treebank, one token at a time, with a sparsemax and a softmax Fenchel-Young
 loss, and reports accuracy and how sparse the predicted probabilities are.
 Then trains a linear-chain CRF tagger on the same features, which tags whole
 sentences (it also scores which tag follows which), and reports its accuracy
-next to the classifiers'.
+next to the classifiers'. Last, trains a dependency parser with the SparseMAP
+loss on the same sentences and reports its attachment scores and how few
+trees SparseMAP keeps per sentence.
 
 Everything but :func:`main` is a pure function returning values, so that the
 pieces can be tested and reused; only :func:`main` prints.
 """
 
 import argparse
+import importlib.resources
 import time
 
 import numpy as np
 from sklearn.feature_extraction import DictVectorizer
 
-from .datasets import load_ewt_sample
+from .datasets import load_ewt_sample, read_conllu
 from .datasets._conllu import words_and_tags
+from .datasets._samples import EWT_SAMPLE_FILES
 from .linear_model import FenchelYoungClassifier
-from .metrics import flat_accuracy_score
+from .metrics import attachment_report, flat_accuracy_score
+from .parsing import SparseMAPParser
 from .tagging import LinearChainCRF
 
 __all__ = ["main"]
@@ -35,6 +40,10 @@ DEFAULT_SENTENCE = 12
 # L2 penalty of the CRF tagger, CRFsuite's c2 (on the sum of the sentence
 # losses); on this sample 0.1 is about the best of 0.03 / 0.1 / 0.3 / 1.
 DEFAULT_CRF_C2 = 0.1
+# The parser's loss and epochs: on this sample the test UAS is the same after
+# 5 epochs as after 10 (0.751), in about half the time.
+DEFAULT_PARSER_LOSS = "sparsemap"
+DEFAULT_PARSER_EPOCHS = 5
 
 
 def word_shape(word):
@@ -155,8 +164,8 @@ def top_candidates(proba_row, classes, k=None):
 
 
 def run(losses=DEFAULT_LOSSES, alpha=DEFAULT_ALPHA, sentence=DEFAULT_SENTENCE,
-        top_k=3, crf=True, crf_c2=DEFAULT_CRF_C2):
-    """Train and evaluate one classifier per loss, and a CRF tagger, on the EWT sample.
+        top_k=3, crf=True, crf_c2=DEFAULT_CRF_C2, parser=True):
+    """Train and evaluate classifiers, a CRF tagger and a parser on the EWT sample.
 
     Parameters
     ----------
@@ -174,6 +183,10 @@ def run(losses=DEFAULT_LOSSES, alpha=DEFAULT_ALPHA, sentence=DEFAULT_SENTENCE,
         (``loss="crf"``) on the same features, one sequence per sentence.
     crf_c2 : float, default=0.1
         Its L2 penalty ``c2``.
+    parser : bool, default=True
+        Also train a :class:`~sksparse_struct.SparseMAPParser` (SparseMAP
+        loss, 5 epochs, with relation labels) on the training sentences'
+        trees; see :func:`run_parser`.
 
     Returns
     -------
@@ -188,7 +201,8 @@ def run(losses=DEFAULT_LOSSES, alpha=DEFAULT_ALPHA, sentence=DEFAULT_SENTENCE,
         ``tagger``: the CRF's tag of each word in its best sequence, with
         that tag's marginal probability, or None). ``tagger`` is None
         without the CRF, else like a model of ``models`` (with the token
-        marginals as probabilities) plus ``c2``.
+        marginals as probabilities) plus ``c2``. ``parser`` is None without
+        the parser, else what :func:`run_parser` returns.
     """
     X_train, y_train = load_ewt_sample("train", return_X_y=True)
     test_sentences = load_ewt_sample("test")
@@ -221,6 +235,7 @@ def run(losses=DEFAULT_LOSSES, alpha=DEFAULT_ALPHA, sentence=DEFAULT_SENTENCE,
             "tagger": None,
         },
         "tagger": None,
+        "parser": None,
     }
     for loss in losses:
         # tol=1e-4 on the gradient: on this sample, tighter tolerances move
@@ -243,7 +258,71 @@ def run(losses=DEFAULT_LOSSES, alpha=DEFAULT_ALPHA, sentence=DEFAULT_SENTENCE,
     if crf:
         results["tagger"], results["example"]["tagger"] = _run_tagger(
             X_train, y_train, X_test, y_test, sentence, crf_c2)
+    if parser:
+        results["parser"] = run_parser(sentence=sentence)
     return results
+
+
+def load_treebank(subset):
+    """Sentences, heads and relations of a split of the bundled EWT sample.
+
+    The token dicts are those of :func:`~sksparse_struct.datasets.read_conllu`
+    (FEATS as a string), which the parser reads.
+    """
+    name = EWT_SAMPLE_FILES[subset]
+    resource = importlib.resources.files("sksparse_struct.datasets") / "data" / name
+    with resource.open("rb") as f:
+        return read_conllu(f, return_deprel=True)
+
+
+def run_parser(loss=DEFAULT_PARSER_LOSS, max_iter=DEFAULT_PARSER_EPOCHS,
+               sentence=DEFAULT_SENTENCE):
+    """Train a dependency parser on the EWT sample and score it on the test split.
+
+    Parameters
+    ----------
+    loss : str, default="sparsemap"
+        Loss of the :class:`~sksparse_struct.SparseMAPParser`.
+    max_iter : int, default=5
+        Its epochs.
+    sentence : int, default=12
+        Index of the test sentence whose SparseMAP support is reported.
+
+    Returns
+    -------
+    results : dict
+        ``loss``, ``max_iter``, ``n_iter``, ``fit_seconds``, the test
+        ``uas``, ``las`` and ``exact_match`` (unlabelled), the SparseMAP
+        sparsity on the test sentences: ``mean_trees`` (trees in the
+        support per sentence) and ``single_tree`` (the fraction of sentences
+        with one tree), and ``example``: the example sentence's support as
+        ``(probability, number of words with the right head)`` pairs, most
+        probable first, and its number of words ``example_words``.
+    """
+    X_train, heads_train, deprels_train = load_treebank("train")
+    X_test, heads_test, deprels_test = load_treebank("test")
+    model = SparseMAPParser(loss=loss, max_iter=max_iter, random_state=0)
+    start = time.perf_counter()
+    model.fit(X_train, list(zip(heads_train, deprels_train)))
+    fit_seconds = time.perf_counter() - start
+    heads_pred, deprels_pred = model.predict(X_test, return_deprel=True)
+    report = attachment_report(heads_test, heads_pred, deprels_test, deprels_pred)
+    supports = model.predict_sparse(X_test)
+    n_trees = np.array([len(support) for support in supports])
+    gold = heads_test[sentence]
+    return {
+        "loss": loss,
+        "max_iter": max_iter,
+        "n_iter": model.n_iter_,
+        "fit_seconds": fit_seconds,
+        "uas": float(report["uas"]),
+        "las": float(report["las"]),
+        "exact_match": float(report["unlabelled_exact_match"]),
+        "mean_trees": float(n_trees.mean()),
+        "single_tree": float(np.mean(n_trees == 1)),
+        "example": [(p, int(np.sum(heads == gold))) for heads, p in supports[sentence]],
+        "example_words": len(gold),
+    }
 
 
 def _run_tagger(X_train, y_train, X_test, y_test, sentence, c2):
@@ -293,6 +372,8 @@ def format_report(results):
     title = "part-of-speech tagging, one token at a time"
     if tagger is not None:
         title = "part-of-speech tagging, by token and by sentence"
+    if results.get("parser") is not None:
+        title += "; dependency parsing"
     lines = [
         f"sksparse_struct quickstart: {title}",
         "",
@@ -357,7 +438,27 @@ def format_report(results):
         lines.append(f"  {word:<{word_width}}{gold:<{gold_width}}"
                      + "".join(f"{texts[i]:<{cand_width[name]}}"
                                for name, texts in cand_text.items()).rstrip())
+    parsed = results.get("parser")
+    if parsed is not None:
+        lines += [""] + format_parser_report(parsed, example["index"])
     return "\n".join(lines)
+
+
+def format_parser_report(parsed, index):
+    """The lines of the report about :func:`run_parser`'s results."""
+    probabilities = ", ".join(f"{p:.2f}" for p, _ in parsed["example"])
+    right = ", ".join(str(r) for _, r in parsed["example"])
+    return [
+        f"Dependency parsing: SparseMAPParser(loss={parsed['loss']!r}, "
+        f"max_iter={parsed['max_iter']}) on the",
+        "  same sentences' trees (words, lemmas, gold UPOS and XPOS), with relations",
+        f"  test UAS {parsed['uas']:.3f}, LAS {parsed['las']:.3f}, whole trees right "
+        f"{parsed['exact_match']:.2f}; fit time {parsed['fit_seconds']:.1f} s",
+        f"  SparseMAP keeps {parsed['mean_trees']:.2f} trees per test sentence on "
+        f"average; {100 * parsed['single_tree']:.0f}% keep one",
+        f"  test sentence {index}, the trees SparseMAP keeps: p = {probabilities}",
+        f"    with {right} of its {parsed['example_words']} heads right",
+    ]
 
 
 def _parse_args(argv):
@@ -369,7 +470,9 @@ def _parse_args(argv):
             "(360 training and 100 test sentences) with several losses, and "
             "report test accuracy and how sparse predict_proba is; then train "
             "LinearChainCRF, a sequence tagger, on the same features and "
-            "report its accuracy next to theirs."
+            "report its accuracy next to theirs; then train SparseMAPParser, a "
+            "dependency parser, on the same sentences' trees and report its "
+            "attachment scores and how many trees SparseMAP keeps."
         ),
     )
     parser.add_argument(
@@ -394,6 +497,10 @@ def _parse_args(argv):
     parser.add_argument(
         "--no-crf", dest="crf", action="store_false",
         help="skip the LinearChainCRF tagger",
+    )
+    parser.add_argument(
+        "--no-parser", dest="parser", action="store_false",
+        help="skip the SparseMAPParser dependency parser",
     )
     args = parser.parse_args(argv)
     if not 0 <= args.sentence < 100:
@@ -420,6 +527,6 @@ def main(argv=None):
     print("Training on the bundled UD English EWT sample "
           "(the first run also compiles the numba kernels)...", flush=True)
     results = run(losses=args.losses, alpha=args.alpha, sentence=args.sentence,
-                  top_k=args.top_k, crf=args.crf)
+                  top_k=args.top_k, crf=args.crf, parser=args.parser)
     print(format_report(results))
     return 0

@@ -83,6 +83,28 @@ def test_main_prints_a_sensible_report(capsys):
     crf_tags = [row[lines[start].index("crf"):].split()[0] for row in rows]
     assert sum(t == token["upos"] for t, token in zip(crf_tags, test)) >= len(test) - 3
 
+    # The parser: trained on the same sentences' trees, scored on the test
+    # split. A first-order linear parser on 360 sentences gets about 3 heads
+    # in 4 right; LAS is at most UAS.
+    assert out.splitlines()[1].endswith("by token and by sentence; dependency parsing")
+    assert "Dependency parsing: SparseMAPParser(loss='sparsemap', max_iter=5)" in out
+    uas, las, exact = map(float, re.search(
+        r"test UAS (\d\.\d+), LAS (\d\.\d+), whole trees right (\d\.\d+)", out).groups())
+    assert 0.65 < uas < 0.95 and 0.6 < las <= uas and 0.1 < exact < uas
+    mean_trees, single = re.search(
+        r"SparseMAP keeps (\d+\.\d+) trees per test sentence on average; (\d+)% keep one",
+        out).groups()
+    # Sparse but not degenerate: a few trees on average, many sentences with one.
+    assert 1.0 < float(mean_trees) < 20.0 and 10 <= int(single) < 100
+    probabilities = re.search(r"the trees SparseMAP keeps: p = (.*)", out).group(1)
+    probabilities = [float(p) for p in probabilities.split(", ")]
+    assert probabilities == sorted(probabilities, reverse=True)
+    assert abs(sum(probabilities) - 1.0) <= 0.005 * len(probabilities)
+    right, n_words = re.search(r"with ([\d, ]+) of its (\d+) heads right", out).groups()
+    assert int(n_words) == len(test)
+    assert len(right.split(", ")) == len(probabilities)
+    assert all(0 <= int(r) <= len(test) for r in right.split(", "))
+
 
 def test_help(capsys):
     with pytest.raises(SystemExit) as info:
@@ -90,7 +112,8 @@ def test_help(capsys):
     assert info.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: python -m sksparse_struct")
-    for option in ["--losses", "--alpha", "--sentence", "--top-k", "--no-crf"]:
+    for option in ["--losses", "--alpha", "--sentence", "--top-k", "--no-crf",
+                   "--no-parser"]:
         assert option in out
 
 
@@ -123,16 +146,23 @@ def test_no_crf_option():
     assert _quickstart._parse_args(["--no-crf"]).crf is False
 
 
+def test_no_parser_option():
+    assert _quickstart._parse_args([]).parser is True
+    args = _quickstart._parse_args(["--no-parser", "--no-crf"])
+    assert args.parser is False and args.crf is False
+
+
 def test_run_rejects_a_bad_sentence_index():
     with pytest.raises(ValueError, match=r"sentence must be in \[0, 99\]; got 100"):
         _quickstart.run(losses=(), sentence=100)
 
 
 def test_run_without_models_reports_the_data():
-    results = _quickstart.run(losses=(), sentence=0, crf=False)
+    results = _quickstart.run(losses=(), sentence=0, crf=False, parser=False)
     assert results["n_train_sentences"] == 360 and results["n_test_tokens"] == 1182
     assert results["n_classes"] == 17 and results["models"] == {}
     assert results["tagger"] is None and results["example"]["tagger"] is None
+    assert results["parser"] is None
     assert results["example"]["words"][:3] == ["What", "if", "Google"]
     assert results["example"]["text"] == "What if Google Morphed Into GoogleOS?"
 
@@ -236,6 +266,45 @@ def test_format_report_with_the_tagger():
     assert lines[-1].index("ADV 0.60") == header.index("softmax")
     # Every line stays readable in a terminal (the example rows aside).
     assert all(len(line) <= 80 for line in lines[:-3])
+
+
+def test_load_treebank_matches_the_sample_loader():
+    # The parser's data (read_conllu on the bundled files) and the tagger's
+    # (load_ewt_sample) are the same sentences.
+    for subset in ("train", "test"):
+        X, heads, deprels = _quickstart.load_treebank(subset)
+        sentences = load_ewt_sample(subset)
+        assert len(X) == len(heads) == len(deprels) == len(sentences)
+        for x, h, d, s in zip(X, heads, deprels, sentences):
+            assert [t["form"] for t in x] == [t["form"] for t in s]
+            assert h.tolist() == [t["head"] for t in s]
+            assert d == [t["deprel"] for t in s]
+            assert all(isinstance(t["feats"], str) for t in x)
+
+
+def test_format_report_with_the_parser():
+    results = _fake_results_with_tagger()
+    results["parser"] = {
+        "loss": "sparsemap", "max_iter": 5, "n_iter": 5, "fit_seconds": 3.24,
+        "uas": 0.75, "las": 0.7124, "exact_match": 0.4, "mean_trees": 2.5,
+        "single_tree": 0.38, "example": [(0.874, 2), (0.126, 1)], "example_words": 2,
+    }
+    text = format_report(results)
+    lines = text.splitlines()
+    assert lines[0].endswith("tagging, by token and by sentence; dependency parsing")
+    assert lines[-6:] == [
+        "Dependency parsing: SparseMAPParser(loss='sparsemap', max_iter=5) on the",
+        "  same sentences' trees (words, lemmas, gold UPOS and XPOS), with relations",
+        "  test UAS 0.750, LAS 0.712, whole trees right 0.40; fit time 3.2 s",
+        "  SparseMAP keeps 2.50 trees per test sentence on average; 38% keep one",
+        "  test sentence 0, the trees SparseMAP keeps: p = 0.87, 0.13",
+        "    with 2, 1 of its 2 heads right",
+    ]
+    assert lines[-7] == ""
+    assert all(len(line) <= 80 for line in lines[-6:])
+    # The tables above are as without the parser.
+    del results["parser"]
+    assert "\n".join(lines[1:-7]) == "\n".join(format_report(results).splitlines()[1:])
 
 
 def test_format_report_exact_values():
