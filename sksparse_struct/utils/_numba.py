@@ -36,7 +36,35 @@ def _kernel_sources_stamp(package_dir):
     return digest.hexdigest()
 
 
-def clear_stale_kernel_caches(package_dir=_PACKAGE_DIR):
+def _user_cache_folder(cache_dir, source_dir):
+    """numba's cache folder for the modules of ``source_dir`` under ``NUMBA_CACHE_DIR``.
+
+    The layout of numba's ``UserProvidedCacheLocator``: the directory's name
+    and the SHA-1 of its absolute path.
+    """
+    path = os.path.abspath(source_dir)
+    digest = hashlib.sha1(path.encode()).hexdigest()
+    return Path(cache_dir) / f"{os.path.split(path)[-1]}_{digest}"
+
+
+def _cache_roots(package_dir, cache_dir):
+    """Where numba keeps the package's caches: ``(files, stamp file)`` pairs.
+
+    Next to the sources (``__pycache__``) by default; with ``cache_dir``
+    (``NUMBA_CACHE_DIR``) also in one folder per source directory there.
+    """
+    roots = [(lambda: package_dir.rglob("__pycache__/*.nb[ic]"),
+              package_dir / "__pycache__" / _STAMP_NAME)]
+    if cache_dir:
+        folders = sorted({_user_cache_folder(cache_dir, path.parent)
+                          for path in package_dir.rglob("_*_fast.py")})
+        digest = hashlib.sha1(str(package_dir.resolve()).encode()).hexdigest()
+        roots.append((lambda: (f for folder in folders for f in folder.glob("*.nb[ic]")),
+                      Path(cache_dir) / f"{package_dir.name}_{digest}.{_STAMP_NAME}"))
+    return roots
+
+
+def clear_stale_kernel_caches(package_dir=_PACKAGE_DIR, cache_dir=None):
     """Delete numba's on-disk caches of the package when any kernel module changed.
 
     numba invalidates a cached function only when *its own* source file
@@ -45,26 +73,32 @@ def clear_stale_kernel_caches(package_dir=_PACKAGE_DIR):
     (or a ``git pull``), the caches of the kernels calling into it would run
     the old code, with wrong results or crashes. So whenever any kernel module
     changed since the caches were written, all of them are dropped and
-    recompiled. Returns whether caches were cleared. Read-only installs
-    (where numba caches elsewhere and files never change) are left alone.
+    recompiled: those next to the sources and, when ``cache_dir`` (numba's
+    ``NUMBA_CACHE_DIR``) is given, those numba keeps there. Returns whether
+    caches were cleared. Read-only installs (where numba caches elsewhere and
+    files never change) are left alone.
     """
+    cleared = False
     try:
         stamp = _kernel_sources_stamp(package_dir)
-        stamp_file = package_dir / "__pycache__" / _STAMP_NAME
-        if stamp_file.is_file() and stamp_file.read_text() == stamp:
-            return False
-        for pattern in ("*.nbi", "*.nbc"):
-            for cached in package_dir.rglob(f"__pycache__/{pattern}"):
-                cached.unlink(missing_ok=True)
-        stamp_file.parent.mkdir(exist_ok=True)
-        tmp = stamp_file.with_name(f"{_STAMP_NAME}.{os.getpid()}")
-        tmp.write_text(stamp)
-        os.replace(tmp, stamp_file)
-        return True
     except OSError:
         return False
+    for cached_files, stamp_file in _cache_roots(package_dir, cache_dir):
+        try:
+            if stamp_file.is_file() and stamp_file.read_text() == stamp:
+                continue
+            for cached in list(cached_files()):
+                cached.unlink(missing_ok=True)
+            stamp_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = stamp_file.with_name(f"{_STAMP_NAME}.{os.getpid()}")
+            tmp.write_text(stamp)
+            os.replace(tmp, stamp_file)
+            cleared = True
+        except OSError:
+            continue
+    return cleared
 
 
-clear_stale_kernel_caches()
+clear_stale_kernel_caches(cache_dir=numba.config.CACHE_DIR or None)
 
 njit = functools.partial(numba.njit, **NUMBA_OPTIONS)
