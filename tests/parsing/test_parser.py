@@ -201,6 +201,27 @@ def test_pickle_round_trip(fitted, data, loss):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("preset", ["mst", "rich"])
+def test_decision_function_sums_the_weights_of_the_arc_features(data, preset):
+    # The parser's kernels and ArcFeatures.arc_feature_indices (inspection)
+    # must enumerate the same features.
+    X, y = data
+    features = ArcFeatures(preset=preset, n_features=N_FEATURES)
+    parser = SparseMAPParser(features=features, max_iter=2, random_state=0).fit(X, y)
+    sentences = [X[0], X[1], [{"form": "Go", "upos": "VERB"}, {"form": ",", "upos": "PUNCT"},
+                              {"form": "and", "upos": "CCONJ"}] * 5]
+    for sentence, encoded, S in zip(sentences, features.transform(sentences),
+                                    parser.decision_function(sentences)):
+        n = len(sentence)
+        expected = np.full((n + 1, n + 1), -np.inf)
+        for h in range(n + 1):
+            for m in range(1, n + 1):
+                if h != m:
+                    expected[h, m] = parser.coef_[
+                        features.arc_feature_indices(encoded, h, m)].sum()
+        np.testing.assert_allclose(S, expected, rtol=1e-12, atol=1e-12)
+
+
 def test_encoded_sentences_pickle(data):
     encoded = ArcFeatures(n_features=N_FEATURES).fit_transform(data[0][:3])
     restored = pickle.loads(pickle.dumps(encoded))
