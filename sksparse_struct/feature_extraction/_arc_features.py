@@ -99,14 +99,18 @@ class ArcFeatures(TransformerMixin, BaseEstimator):
       POS unigrams and bigrams (also with five-character prefixes in place of
       words), the POS of every word in between with the two POS, the POS
       around the head and the modifier (4-grams and their 3-gram back-offs),
-      direction and distance alone: about 50 features per arc plus 2 per
-      word in between.
+      direction and distance alone: 48 features per arc plus 2 per
+      distinct tag in between.
     - ``"rich"``: ``"mst"`` plus TurboParser-style extras: context words of
       the head and modifier, head and modifier POS trigrams, exact distance
       and a thermometer of distance thresholds, counts of verbs, punctuation
-      and coordinations in between, lexicalised in-between POS, fine-grained
-      tag (XPOS) pairs and contexts, lemma pairs, the modifier's morphology:
-      about 115 features per arc plus 5 per word in between.
+      and coordinations in between, lexicalised in-between POS and
+      in-between XPOS, the bigram and surrounding templates again with the
+      fine-grained tags (XPOS), lemma pairs, the modifier's morphology:
+      about 110 features per arc plus 5 per distinct tag in between.
+
+    In-between templates are emitted once per distinct tag, with the number
+    of words carrying it as the value.
 
     This transformer is stateless: ``fit`` only checks the parameters.
 
@@ -128,7 +132,7 @@ class ArcFeatures(TransformerMixin, BaseEstimator):
     Missing lemmas (``"_"``) fall back to the lower-cased form, a missing
     XPOS to the UPOS. Input sentences are lists of token dicts with at
     least a ``"form"`` key (``"lemma"``, ``"upos"``, ``"xpos"``, ``"feats"``
-    used when present), as :func:`~sksparse_struct.datasets.read_conllu`
+    used when present; ``"feats"`` as CoNLL-U's string or a dict), as :func:`~sksparse_struct.datasets.read_conllu`
     returns them, or lists of ``(form, upos)`` pairs, or lists of words.
 
     Examples
@@ -141,7 +145,7 @@ class ArcFeatures(TransformerMixin, BaseEstimator):
     >>> encoded[0].tokens.shape
     (3, 7)
     >>> ArcFeatures().arc_feature_indices(encoded[0], 2, 1).shape
-    (96,)
+    (110,)
     """
 
     def __init__(self, preset="rich", n_features=2**22):
@@ -311,6 +315,9 @@ def _encode_token(token, i, j):
         raise ValueError(
             f"token {j} of sentence {i} has no string 'form' (got {form!r})."
         )
+    if isinstance(feats, dict):
+        # As load_ewt_sample and other readers give them: back to CoNLL-U's form.
+        feats = "|".join(f"{k}={v}" for k, v in sorted(feats.items())) or "_"
     for name, value in (("lemma", lemma), ("upos", upos), ("xpos", xpos), ("feats", feats)):
         if value is not None and not isinstance(value, str):
             raise ValueError(

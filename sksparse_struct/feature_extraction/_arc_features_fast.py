@@ -78,9 +78,11 @@ TEMPLATE_FLAGS = np.array([
     _PC, _PC, _PC, _PC, _PC,
     # rich: lemmas and morphology
     _PC, _PC, _PC, _PC, _PC, _P, _PC,
+    # rich: the bigram and surrounding templates with XPOS for POS
+    _PC, _PC, _PC, _PC, _PC, _PC, _PC,
 ], dtype=np.int64)
 N_MST_TEMPLATES = 26
-N_TEMPLATES = 48
+N_TEMPLATES = 55
 # Upper bounds on the number of features of one arc: the fixed templates
 # plus those repeated for every word between the head and the modifier.
 FIXED_PER_ARC = 2 * N_TEMPLATES + 40
@@ -265,6 +267,13 @@ def token_states(tokens, start, n, HS, MS, aux):
         H[45] = _s(45, x)
         H[46] = _s(46, lem)
         H[47] = _s(47, p)
+        H[48] = _s2(48, w, x)
+        H[49] = _s(49, x)
+        H[50] = _s(50, w)
+        H[51] = _s2(51, w, x)
+        H[52] = _s2(52, w, x)
+        H[53] = _s2(53, x, x_r)
+        H[54] = _s2(54, x_l, x)
         # Modifier side.
         M[0] = 0
         M[1] = 0
@@ -314,6 +323,13 @@ def token_states(tokens, start, n, HS, MS, aux):
         M[45] = _v2(lem, p)
         M[46] = f
         M[47] = _v2(p, f)
+        M[48] = _v2(w, x)
+        M[49] = _v2(w, x)
+        M[50] = _v2(w, x)
+        M[51] = x
+        M[52] = w
+        M[53] = _v2(x, x_r)
+        M[54] = _v2(x_l, x)
 
 
 @njit

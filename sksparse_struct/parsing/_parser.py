@@ -96,7 +96,9 @@ class SparseMAPParser(BaseEstimator):
     average of the weights over all updates. When ``y`` holds relation
     labels, a multiclass linear model on features of each gold arc
     (multiclass hinge, trained alongside in the same updates) labels the
-    predicted arcs.
+    predicted arcs; as in Universal Dependencies, a word attached to the
+    root is labelled ``root`` (when that label was seen) and no other word
+    is.
 
     Parameters
     ----------
@@ -579,6 +581,9 @@ class SparseMAPParser(BaseEstimator):
         heads = np.zeros(corpus.offsets[-1], dtype=np.int64)
         labels = np.zeros(corpus.offsets[-1], dtype=np.int64)
         n_labels = 0 if self.classes_ is None else len(self.classes_)
+        root_label = -1
+        if n_labels and "root" in self.classes_:
+            root_label = int(np.flatnonzero(self.classes_ == "root")[0])
         chunks = [np.ascontiguousarray(ids[i:i + _PREDICT_CHUNK])
                   for i in range(0, ids.shape[0], _PREDICT_CHUNK)]
 
@@ -586,8 +591,8 @@ class SparseMAPParser(BaseEstimator):
             return fast.decode_part(
                 np.bool_(self.projective), np.bool_(self.single_root),
                 np.int64(_PRESETS[self.preset_]), np.int64(self.n_features_ - 1),
-                corpus.tokens, corpus.offsets, np.int64(n_labels), chunk, self.coef_,
-                heads, labels,
+                corpus.tokens, corpus.offsets, np.int64(n_labels), np.int64(root_label),
+                chunk, self.coef_, heads, labels,
             )
 
         results = [run(c) for c in chunks] if pool is None else list(pool.map(run, chunks))

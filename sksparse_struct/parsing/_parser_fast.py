@@ -325,9 +325,9 @@ def apply_update(g, touched, n_touched, mark, step, scale, w, w_sum, last, acc, 
     The batch gradient of coordinate ``i`` is ``scale * sum_p g[p, i]``
     (parts summed in order; ``g`` is reset to zero). Perceptron
     (``adagrad`` False): ``w_i -= g_i``. AdaGrad: ``acc_i += g_i^2``, ``w_i
-    -= learning_rate * g_i / sqrt(acc_i + eps)``. L2 (``decay_rate =
-    learning_rate * alpha``) shrinks ``w_i`` by ``1 - decay_rate /
-    sqrt(acc_i + eps)`` at every step, applied lazily when ``i`` is touched:
+    <- w_i f_i - learning_rate * g_i / sqrt(acc_i + eps)``, where L2
+    (``decay_rate = learning_rate * alpha``) shrinks by ``f_i = max(0, 1 -
+    decay_rate / sqrt(acc_i + eps))`` at every step, applied lazily when ``i`` is touched:
     the accumulator holds only the loss gradients, so the factor stays the
     same between touches. ``w_sum`` holds the sum of ``w`` over the steps up
     to ``last`` (for the averaged weights), ``step`` is this update's number
@@ -365,7 +365,13 @@ def apply_update(g, touched, n_touched, mark, step, scale, w, w_sum, last, acc, 
             if adagrad:
                 acc[i] += gi * gi
                 denom = np.sqrt(acc[i] + eps)
-                wi -= (learning_rate * gi + decay_rate * wi) / denom
+                # The shrinkage as a factor clipped at 0: a step of
+                # decay_rate / denom > 1 (little gradient seen yet) must not
+                # flip and grow the weight.
+                f = 1.0 - decay_rate / denom
+                if f < 0.0:
+                    f = 0.0
+                wi = wi * f - learning_rate * gi / denom
             else:
                 wi -= gi
             w[i] = wi
@@ -399,9 +405,12 @@ def flush_updates(step, w, w_sum, last, acc, decay_rate, eps):
 
 
 @njit
-def decode_part(projective, single_root, preset, mask, tokens, offsets, n_labels, sent_ids, w,
-                heads_out, labels_out):
+def decode_part(projective, single_root, preset, mask, tokens, offsets, n_labels, root_label,
+                sent_ids, w, heads_out, labels_out):
     """MAP trees (and best labels of their arcs) of the sentences ``sent_ids``.
+
+    With ``root_label >= 0`` (the index of UD's ``root`` relation), the
+    words attached to the root get it and no other word does.
 
     Writes rows of ``heads_out`` / ``labels_out`` (the stacked layout of
     ``tokens``). Returns the index of the first sentence without a tree,
@@ -433,12 +442,17 @@ def decode_part(projective, single_root, preset, mask, tokens, offsets, n_labels
         labels_out[start] = -1
         if n_labels > 0:
             for m in range(1, n + 1):
+                if hr[m] == 0 and root_label >= 0:
+                    labels_out[start + m] = root_label
+                    continue
                 label_scores(tokens, start, n, hr[m], m, w, n_labels, shift, mask, fbuf, lab_s)
-                best = 0
-                for lab in range(1, n_labels):
-                    if lab_s[lab] > lab_s[best]:
+                best = -1
+                for lab in range(n_labels):
+                    if lab == root_label:
+                        continue
+                    if best < 0 or lab_s[lab] > lab_s[best]:
                         best = lab
-                labels_out[start + m] = best
+                labels_out[start + m] = best if best >= 0 else root_label
     return -1
 
 

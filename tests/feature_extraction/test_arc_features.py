@@ -183,3 +183,15 @@ def test_arc_feature_indices_checks_the_arc():
     for h, m in [(1, 1), (0, 0), (3, 1), (0, 3)]:
         with pytest.raises(ValueError, match="no arc"):
             af.arc_feature_indices(enc, h, m)
+
+
+def test_feats_as_dict_equal_the_conllu_string():
+    as_string = [{"form": "Dogs", "upos": "NOUN", "feats": "Number=Plur|Person=3"}]
+    as_dict = [{"form": "Dogs", "upos": "NOUN", "feats": {"Person": "3", "Number": "Plur"}}]
+    empty = [{"form": "Dogs", "upos": "NOUN", "feats": {}}]
+    missing = [{"form": "Dogs", "upos": "NOUN"}]
+    af = ArcFeatures()
+    np.testing.assert_array_equal(af.transform([as_string])[0].tokens,
+                                  af.transform([as_dict])[0].tokens)
+    np.testing.assert_array_equal(af.transform([empty])[0].tokens,
+                                  af.transform([missing])[0].tokens)

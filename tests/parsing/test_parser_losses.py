@@ -408,7 +408,8 @@ def _dense_updates(grads, n_features, adagrad, learning_rate, decay_rate, eps):
             if i in touched:
                 if adagrad:
                     acc[i] += G[i] ** 2
-                    w[i] -= (learning_rate * G[i] + decay_rate * w[i]) / np.sqrt(acc[i] + eps)
+                    denom = np.sqrt(acc[i] + eps)
+                    w[i] = w[i] * max(0.0, 1.0 - decay_rate / denom) - learning_rate * G[i] / denom
                 else:
                     w[i] -= G[i]
             elif decay_rate > 0:
