@@ -526,11 +526,20 @@ class SparseMAPParser(BaseEstimator):
                         total_label += label_sum
                         self.n_sparsemap_not_converged_ += nc
                     scale = 1.0 / batch.shape[0] if adagrad else 1.0
-                    fast.apply_update(
-                        g, touched, n_touched, mark, np.int64(step), scale, w, w_sum, last,
-                        acc, np.bool_(adagrad), float(self.learning_rate), decay_rate,
-                        _ADAGRAD_EPS,
-                    )
+
+                    def update(share, step=step, scale=scale):
+                        fast.apply_update_share(
+                            g, touched, n_touched, mark, np.int64(step), scale, w, w_sum,
+                            last, acc, np.bool_(adagrad), float(self.learning_rate),
+                            decay_rate, _ADAGRAD_EPS, np.int64(share), np.int64(n_threads),
+                        )
+
+                    # Coordinates split by residue between the threads: the
+                    # same operations on each coordinate, so the same result.
+                    if pool is None:
+                        update(0)
+                    else:
+                        list(pool.map(update, range(n_threads)))
                 fast.flush_updates(np.int64(step), w, w_sum, last, acc, decay_rate,
                                    _ADAGRAD_EPS)
                 self.coef_ = w_sum / step

@@ -318,6 +318,22 @@ def train_part(kind, projective, single_root, preset, mask, tokens, offsets, gol
 
 
 @njit
+def _shrinkage(c, r):
+    """``f^r`` and ``f + f^2 + ... + f^r`` for ``f = max(0, 1 - c)``, in O(1).
+
+    Through ``log1p`` / ``expm1``, accurate to rounding even when ``c`` is
+    tiny (a loop over the ``r`` skipped steps made the end-of-epoch flush of
+    millions of weights the slowest part of training).
+    """
+    if c >= 1.0:
+        return 0.0, 0.0
+    if c == 0.0:
+        return 1.0, float(r)
+    t = r * np.log1p(-c)
+    return np.exp(t), (1.0 - c) * -np.expm1(t) / c
+
+
+@njit
 def apply_update(g, touched, n_touched, mark, step, scale, w, w_sum, last, acc, adagrad,
                  learning_rate, decay_rate, eps):
     """Apply one mini-batch update to the touched coordinates, parts in order.
@@ -333,10 +349,25 @@ def apply_update(g, touched, n_touched, mark, step, scale, w, w_sum, last, acc, 
     to ``last`` (for the averaged weights), ``step`` is this update's number
     (1-based), ``mark`` marks coordinates already done in this step.
     """
+    apply_update_share(g, touched, n_touched, mark, step, scale, w, w_sum, last, acc, adagrad,
+                       learning_rate, decay_rate, eps, 0, 1)
+
+
+@njit
+def apply_update_share(g, touched, n_touched, mark, step, scale, w, w_sum, last, acc, adagrad,
+                       learning_rate, decay_rate, eps, share, n_shares):
+    """:func:`apply_update` restricted to the coordinates ``i % n_shares == share``.
+
+    Threads given different shares never touch the same coordinate, and each
+    coordinate sees the same operations as in :func:`apply_update`: the
+    result is identical however the shares are spread over threads.
+    """
     P = g.shape[0]
     for p in range(P):
         for j in range(n_touched[p]):
             i = touched[p, j]
+            if n_shares > 1 and i % n_shares != share:
+                continue
             if mark[i] == step:
                 continue
             mark[i] = step
@@ -348,16 +379,9 @@ def apply_update(g, touched, n_touched, mark, step, scale, w, w_sum, last, acc, 
             wi = w[i]
             r = step - 1 - last[i]
             if decay_rate > 0.0:
-                f = 1.0 - decay_rate / np.sqrt(acc[i] + eps)
-                if f < 0.0:
-                    f = 0.0
                 if r > 0 and wi != 0.0:
                     # Steps last+1 .. step-1: w shrinks geometrically.
-                    geo = 0.0
-                    fk = 1.0
-                    for _ in range(r):
-                        fk *= f
-                        geo += fk
+                    fk, geo = _shrinkage(decay_rate / np.sqrt(acc[i] + eps), r)
                     w_sum[i] += wi * geo
                     wi *= fk
             else:
@@ -389,14 +413,7 @@ def flush_updates(step, w, w_sum, last, acc, decay_rate, eps):
         wi = w[i]
         if wi != 0.0:
             if decay_rate > 0.0:
-                f = 1.0 - decay_rate / np.sqrt(acc[i] + eps)
-                if f < 0.0:
-                    f = 0.0
-                geo = 0.0
-                fk = 1.0
-                for _ in range(r):
-                    fk *= f
-                    geo += fk
+                fk, geo = _shrinkage(decay_rate / np.sqrt(acc[i] + eps), r)
                 w_sum[i] += wi * geo
                 w[i] = wi * fk
             else:
