@@ -125,6 +125,23 @@ class SparseMAPParser(BaseEstimator):
         AdaGrad's step size (not used by the perceptron).
     batch_size : int, default=16
         Sentences per update.
+    arc_filter : {None, "tags"}, default=None
+        Candidate arcs. None: every ``h -> m``. ``"tags"``: only the arcs
+        whose head UPOS, modifier UPOS, direction and distance bin (1, 2, 3,
+        4, 5, 6-10, > 10) occur among the training trees' arcs, plus every
+        arc from the root or between neighbours (so a tree always exists);
+        the others score ``-inf`` and their features are never computed.
+        Scoring the candidate arcs is most of the cost of training and
+        parsing: on UD English-EWT the filter keeps 60% of them and 99.9%
+        of the test set's gold arcs. Needs a large enough training set (with
+        a few hundred sentences, rare tag pairs are missing).
+    min_arc_gradient : float, default=1e-4
+        Arcs whose entry in the gradient of the loss with respect to the
+        arc scores is at most this in absolute value are left out of the
+        update (their features are not pushed). Only the CRF loss has such
+        arcs (its marginals are dense but mostly negligible); skipping them
+        makes its epochs about 3 times faster on EWT, with the same test
+        UAS. 0 pushes the exact gradient.
     max_iter : int, default=10
         Epochs.
     tol : float or None, default=1e-4
@@ -179,6 +196,12 @@ class SparseMAPParser(BaseEstimator):
     n_sparsemap_not_converged_ : int
         Active-set solves that stopped at their iteration limit (SparseMAP
         losses); should be 0.
+    arc_filter_keys_ : ndarray of int64 or None
+        With ``arc_filter="tags"``: the sorted keys (tag pair, direction,
+        distance bin) of the arcs kept; None otherwise.
+    arc_filter_kept_ : float or None
+        With ``arc_filter="tags"``: the fraction of the training sentences'
+        candidate arcs the filter keeps.
 
     See Also
     --------
@@ -223,6 +246,8 @@ class SparseMAPParser(BaseEstimator):
         "alpha": [Interval(Real, 0, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "arc_filter": [None, StrOptions({"tags"})],
+        "min_arc_gradient": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [None, Interval(Real, 0, None, closed="left")],
         "early_stopping": ["boolean"],
@@ -244,6 +269,8 @@ class SparseMAPParser(BaseEstimator):
         alpha=1e-3,
         learning_rate=0.1,
         batch_size=16,
+        arc_filter=None,
+        min_arc_gradient=1e-4,
         max_iter=10,
         tol=1e-4,
         early_stopping=False,
@@ -261,6 +288,8 @@ class SparseMAPParser(BaseEstimator):
         self.alpha = alpha
         self.learning_rate = learning_rate
         self.batch_size = batch_size
+        self.arc_filter = arc_filter
+        self.min_arc_gradient = min_arc_gradient
         self.max_iter = max_iter
         self.tol = tol
         self.early_stopping = early_stopping
@@ -456,6 +485,7 @@ class SparseMAPParser(BaseEstimator):
         if self.projective:
             target = gold.copy()
             self.n_lifted_arcs_ = int(fast.lift_to_projective(target, corpus.offsets))
+        keys, use_filter = self._fit_arc_filter(corpus, target, train_ids, warm)
         kind = LOSS_KINDS[self.loss]
         adagrad = kind != fast.PERCEPTRON
         n_labels = 0 if classes is None else len(classes)
@@ -510,8 +540,9 @@ class SparseMAPParser(BaseEstimator):
                         nt, nc = fast.train_part(
                             np.int64(kind), projective, single_root, np.int64(preset_code),
                             np.int64(mask), corpus.tokens, corpus.offsets, target,
-                            gold_labels, np.int64(n_labels), label_margin, ids, w,
-                            np.int64(max_as), tol_as, dep_as, g[p], seen[p], touched[p],
+                            gold_labels, np.int64(n_labels), label_margin, ids, w, keys,
+                            use_filter, np.int64(max_as), tol_as, dep_as,
+                            float(self.min_arc_gradient), g[p], seen[p], touched[p],
                             stamp, losses, label_losses,
                         )
                         n_touched[p] = nt
@@ -582,6 +613,33 @@ class SparseMAPParser(BaseEstimator):
             self.coef_ = best_w
         return self
 
+    def _fit_arc_filter(self, corpus, target, train_ids, warm):
+        """Sorted keys of the training arcs (``arc_filter="tags"``) and whether to filter.
+
+        With ``warm``, the arcs kept by the previous fit stay candidates.
+        """
+        previous = getattr(self, "arc_filter_keys_", None) if warm else None
+        self.arc_filter_keys_ = None
+        self.arc_filter_kept_ = None
+        if self.arc_filter is None:
+            return np.zeros(0, dtype=np.int64), np.bool_(False)
+        keys = fast.gold_arc_keys(corpus.tokens, corpus.offsets, target,
+                                  np.ascontiguousarray(train_ids, dtype=np.int64))
+        if previous is not None:
+            keys = np.concatenate([keys, previous])
+        keys = np.unique(keys)
+        total, kept = fast.count_allowed_arcs(
+            corpus.tokens, corpus.offsets, np.ascontiguousarray(train_ids, dtype=np.int64), keys)
+        self.arc_filter_keys_ = keys
+        self.arc_filter_kept_ = kept / total if total else 1.0
+        return keys, np.bool_(True)
+
+    def _arc_filter_args(self):
+        keys = getattr(self, "arc_filter_keys_", None)
+        if keys is None:
+            return np.zeros(0, dtype=np.int64), np.bool_(False)
+        return keys, np.bool_(True)
+
     def _n_threads(self):
         return effective_n_jobs(self.n_jobs) if self.n_jobs is not None else 1
 
@@ -595,6 +653,7 @@ class SparseMAPParser(BaseEstimator):
         root_label = -1
         if n_labels and "root" in self.classes_:
             root_label = int(np.flatnonzero(self.classes_ == "root")[0])
+        keys, use_filter = self._arc_filter_args()
         chunks = [np.ascontiguousarray(ids[i:i + _PREDICT_CHUNK])
                   for i in range(0, ids.shape[0], _PREDICT_CHUNK)]
 
@@ -603,7 +662,7 @@ class SparseMAPParser(BaseEstimator):
                 np.bool_(self.projective), np.bool_(self.single_root),
                 np.int64(_PRESETS[self.preset_]), np.int64(self.n_features_ - 1),
                 corpus.tokens, corpus.offsets, np.int64(n_labels), np.int64(root_label),
-                chunk, self.coef_, heads, labels,
+                chunk, self.coef_, keys, use_filter, heads, labels,
             )
 
         results = [run(c) for c in chunks] if pool is None else list(pool.map(run, chunks))
@@ -658,10 +717,11 @@ class SparseMAPParser(BaseEstimator):
         n = int(corpus.lengths[s])
         S = np.empty((n + 1, n + 1))
         HS, MS, aux, buf, val = fast.new_states(np.int64(n))
+        keys, use_filter = self._arc_filter_args()
         fast.sentence_scores(
             corpus.tokens, np.int64(corpus.offsets[s]), np.int64(n), self.coef_,
-            np.int64(_PRESETS[self.preset_]), np.int64(self.n_features_ - 1), S, HS, MS, aux,
-            buf, val,
+            np.int64(_PRESETS[self.preset_]), np.int64(self.n_features_ - 1), keys, use_filter,
+            S, HS, MS, aux, buf, val,
         )
         return S
 
@@ -677,7 +737,7 @@ class SparseMAPParser(BaseEstimator):
         -------
         scores : list of ndarray of shape (n + 1, n + 1)
             ``scores[h, m]`` for the arc ``h -> m`` (0 is the root); ``-inf``
-            on column 0 and the diagonal, as
+            on column 0, the diagonal and the arcs ``arc_filter`` drops, as
             :class:`~sksparse_struct.structures.DependencyTree` takes them.
         """
         check_is_fitted(self, "coef_")

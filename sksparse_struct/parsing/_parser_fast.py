@@ -20,7 +20,9 @@ import numpy as np
 
 from ..feature_extraction._arc_features_fast import (
     LABEL_FEATURES,
+    UPOS,
     arc_features_from_states,
+    distance_bin,
     index_shift,
     label_block,
     label_features,
@@ -46,11 +48,74 @@ MARGIN_SPARSEMAP = 4
 
 
 @njit
-def sentence_scores(tokens, start, n, w, preset, mask, S, HS, MS, aux, buf, val):
+def arc_filter_key(tokens, start, h, m):
+    """Key of the arc ``h -> m`` for the tag filter: head and modifier UPOS, direction, distance bin."""
+    right = h < m
+    d = m - h if right else h - m
+    key = (tokens[start + h, UPOS] * 1000003) ^ tokens[start + m, UPOS]
+    return key * 16 + distance_bin(d) + (8 if right else 0)
+
+
+@njit
+def arc_allowed(tokens, start, h, m, keys, use_filter):
+    """Whether the filter keeps ``h -> m``: always for root and neighbour arcs (so that a
+    tree always exists), otherwise when its key is among the sorted ``keys``."""
+    if not use_filter or h == 0 or h - m == 1 or m - h == 1:
+        return True
+    key = arc_filter_key(tokens, start, h, m)
+    i = np.searchsorted(keys, key)
+    return i < keys.shape[0] and keys[i] == key
+
+
+@njit
+def gold_arc_keys(tokens, offsets, heads, sent_ids):
+    """Filter keys of the gold arcs of the sentences ``sent_ids`` (repeats included).
+
+    Root arcs are left out: the filter always keeps them.
+    """
+    total = 0
+    for t in range(sent_ids.shape[0]):
+        s = sent_ids[t]
+        total += offsets[s + 1] - offsets[s] - 1
+    keys = np.empty(total, dtype=np.int64)
+    k = 0
+    for t in range(sent_ids.shape[0]):
+        s = sent_ids[t]
+        start = offsets[s]
+        for m in range(1, offsets[s + 1] - start):
+            h = heads[start + m]
+            if h > 0:
+                keys[k] = arc_filter_key(tokens, start, h, m)
+                k += 1
+    return keys[:k]
+
+
+@njit
+def count_allowed_arcs(tokens, offsets, sent_ids, keys):
+    """Candidate arcs of the sentences ``sent_ids``, and how many the filter keeps."""
+    total = 0
+    kept = 0
+    for t in range(sent_ids.shape[0]):
+        s = sent_ids[t]
+        start = offsets[s]
+        n = offsets[s + 1] - start - 1
+        for h in range(n + 1):
+            for m in range(1, n + 1):
+                if h != m:
+                    total += 1
+                    if arc_allowed(tokens, start, h, m, keys, True):
+                        kept += 1
+    return total, kept
+
+
+@njit
+def sentence_scores(tokens, start, n, w, preset, mask, keys, use_filter, S, HS, MS, aux, buf,
+                    val):
     """Arc scores of one sentence into ``S`` (``(n + 1, n + 1)``; -inf off the arcs).
 
-    Also leaves the sentence's template states in ``HS``, ``MS`` (for
-    :func:`add_arc`).
+    With ``use_filter``, arcs the tag filter drops (:func:`arc_allowed`)
+    score -inf and their features are never enumerated. Also leaves the
+    sentence's template states in ``HS``, ``MS`` (for :func:`add_arc`).
     """
     token_states(tokens, start, n, HS, MS, aux)
     shift = index_shift(mask)
@@ -60,6 +125,9 @@ def sentence_scores(tokens, start, n, w, preset, mask, S, HS, MS, aux, buf, val)
     for h in range(n + 1):
         for m in range(1, n + 1):
             if h == m:
+                continue
+            if not arc_allowed(tokens, start, h, m, keys, use_filter):
+                S[h, m] = -np.inf
                 continue
             k = arc_features_from_states(tokens, start, n, h, m, preset, HS, MS, aux,
                                          shift, mask, buf, val)
@@ -243,14 +311,17 @@ def label_scores(tokens, start, n, h, m, w, n_labels, shift, mask, fbuf, out):
 
 @njit
 def train_part(kind, projective, single_root, preset, mask, tokens, offsets, gold,
-               gold_labels, n_labels, label_margin, sent_ids, w, max_iter, tol, dep_tol,
-               g, seen, touched, stamp, losses, label_losses):
+               gold_labels, n_labels, label_margin, sent_ids, w, keys, use_filter, max_iter,
+               tol, dep_tol, min_gradient, g, seen, touched, stamp, losses, label_losses):
     """Losses and gradients of the sentences ``sent_ids`` (one part of a mini-batch).
 
     Adds the gradients to ``g`` (listing new indices in ``touched``, marked
     by ``seen[idx] == stamp``), writes each sentence's parsing loss and
     relation-label loss (multiclass hinge with margin ``label_margin``) into
-    ``losses`` / ``label_losses`` (indexed like ``sent_ids``). Returns the
+    ``losses`` / ``label_losses`` (indexed like ``sent_ids``). Arcs whose
+    gradient is at most ``min_gradient`` in absolute value are left out of
+    the update (the CRF's marginals are dense but mostly negligible; pushing
+    every arc's features dominated its epochs). Returns the
     number of touched indices and of SparseMAP solves that did not converge.
     """
     L = 0
@@ -277,7 +348,8 @@ def train_part(kind, projective, single_root, preset, mask, tokens, offsets, gol
         Ds = D[: n + 1, : n + 1]
         As = A[: n + 1, : n + 1]
         hs = heads[:, : n + 1]
-        sentence_scores(tokens, start, n, w, preset, mask, Ss, HS, MS, aux, buf, val)
+        sentence_scores(tokens, start, n, w, preset, mask, keys, use_filter, Ss, HS, MS, aux,
+                        buf, val)
         loss, converged = sentence_loss(
             kind, Ss, gold[start:start + n + 1], n, projective, single_root, max_iter, tol,
             dep_tol, Ds, hs, As,
@@ -288,7 +360,7 @@ def train_part(kind, projective, single_root, preset, mask, tokens, offsets, gol
         for h in range(n + 1):
             for m in range(1, n + 1):
                 v = Ds[h, m]
-                if v != 0.0 and h != m:
+                if abs(v) > min_gradient and h != m:
                     n_touched = add_arc(tokens, start, n, h, m, v, preset, HS, MS, aux,
                                         shift, mask, buf, val, g, seen, touched, n_touched,
                                         stamp)
@@ -423,7 +495,7 @@ def flush_updates(step, w, w_sum, last, acc, decay_rate, eps):
 
 @njit
 def decode_part(projective, single_root, preset, mask, tokens, offsets, n_labels, root_label,
-                sent_ids, w, heads_out, labels_out):
+                sent_ids, w, keys, use_filter, heads_out, labels_out):
     """MAP trees (and best labels of their arcs) of the sentences ``sent_ids``.
 
     With ``root_label >= 0`` (the index of UD's ``root`` relation), the
@@ -450,7 +522,8 @@ def decode_part(projective, single_root, preset, mask, tokens, offsets, n_labels
         start = offsets[s]
         n = offsets[s + 1] - start - 1
         Ss = S[: n + 1, : n + 1]
-        sentence_scores(tokens, start, n, w, preset, mask, Ss, HS, MS, aux, buf, val)
+        sentence_scores(tokens, start, n, w, preset, mask, keys, use_filter, Ss, HS, MS, aux,
+                        buf, val)
         hr = row[: n + 1]
         if not best_tree(Ss, projective, single_root, hr):
             return s

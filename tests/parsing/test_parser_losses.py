@@ -343,7 +343,9 @@ def _encoded_problem(seed, n_features, n_labels):
         trees = all_trees(min(n, 4), False, True)
         h = trees[rng.integers(len(trees))][1:].tolist()
         heads.append(h + list(range(len(h), n)))  # a chain after the first words
-    corpus = _Corpus(ArcFeatures(n_features=n_features).fit_transform(X))
+    encoded = ArcFeatures(n_features=n_features).fit_transform(X)
+    corpus = _Corpus(encoded)
+    corpus.encoded = encoded  # for references built on the public API
     gold = np.full(corpus.offsets[-1], -1, dtype=np.int64)
     labels = np.full(corpus.offsets[-1], -1, dtype=np.int64)
     for s, h in enumerate(heads):
@@ -354,7 +356,7 @@ def _encoded_problem(seed, n_features, n_labels):
     return corpus, gold, labels
 
 
-def _train_part(kind, projective, corpus, gold, labels, n_labels, w):
+def _train_part(kind, projective, corpus, gold, labels, n_labels, w, min_gradient=0.0):
     from sksparse_struct.feature_extraction._arc_features import _PRESETS
 
     nf = w.shape[0]
@@ -367,7 +369,8 @@ def _train_part(kind, projective, corpus, gold, labels, n_labels, w):
     n_touched, not_converged = fast.train_part(
         np.int64(KINDS[kind]), np.bool_(projective), np.bool_(True),
         np.int64(_PRESETS["rich"]), np.int64(nf - 1), corpus.tokens, corpus.offsets, gold,
-        labels, np.int64(n_labels), 1.0, ids, w, np.int64(MAX_ITER), TOL, DEP_TOL, g, seen,
+        labels, np.int64(n_labels), 1.0, ids, w, np.zeros(0, dtype=np.int64), np.bool_(False),
+        np.int64(MAX_ITER), TOL, DEP_TOL, min_gradient, g, seen,
         touched, np.int64(1), losses, label_losses,
     )
     assert not_converged == 0
