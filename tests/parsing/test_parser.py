@@ -640,3 +640,22 @@ def test_projective_parser_trains_on_lifted_trees():
     assert is_projective(predicted) and predicted == [2, 0, 2]
     assert parser.score(X, y) == pytest.approx(2 / 3)
     assert small_parser(max_iter=1).fit(X, y).n_lifted_arcs_ == 0
+
+
+def test_batch_parts_are_balanced_and_cover_the_batch():
+    from sksparse_struct.parsing._parser import _split_parts
+
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 80, size=500)
+    for _ in range(50):
+        ids = rng.choice(500, size=16, replace=False)
+        parts = _split_parts(ids, lengths, 2)
+        # Every sentence in exactly one part, each part in batch order.
+        assert sorted(np.concatenate(parts).tolist()) == sorted(ids.tolist())
+        for part in parts:
+            position = [ids.tolist().index(i) for i in part]
+            assert position == sorted(position)
+        # LPT's guarantee: the heavier part exceeds the mean by at most one
+        # sentence's cost.
+        cost = [((lengths[part] + 1.0) ** 2).sum() for part in parts]
+        assert max(cost) - sum(cost) / 2 <= ((lengths[ids] + 1.0) ** 2).max() / 2 + 1e-9
