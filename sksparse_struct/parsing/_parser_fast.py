@@ -309,20 +309,63 @@ def label_scores(tokens, start, n, h, m, w, n_labels, shift, mask, fbuf, out):
     return k
 
 
+_MIX1 = -4658895280553007687  # 0xbf58476d1ce4e5b9 as a signed int64 (SplitMix64)
+_MIX2 = -7723592293110705685  # 0x94d049bb133111eb
+_LOW34 = 0x3FFFFFFFF
+_LOW37 = 0x1FFFFFFFFF
+_LOW33 = 0x1FFFFFFFF
+
+
+@njit
+def arc_uniform(seed, step, sentence, arc):
+    """A uniform number in [0, 1) for one arc of one sentence at one step.
+
+    A counter-based generator (SplitMix64's finaliser on the key): the draw
+    depends only on its key, not on the order or the thread in which the
+    arcs are visited, so results do not depend on ``n_jobs``.
+    """
+    x = seed + step * -7046029254386353131 + sentence * 1000003 * 1000033 + arc
+    x ^= (x >> 30) & _LOW34
+    x *= _MIX1
+    x ^= (x >> 27) & _LOW37
+    x *= _MIX2
+    x ^= (x >> 31) & _LOW33
+    return ((x >> 11) & 0x1FFFFFFFFFFFFF) * (1.0 / 9007199254740992.0)
+
+
+@njit
+def sparsified(v, min_gradient, seed, step, sentence, arc):
+    """``v``, or for ``|v| < min_gradient`` an unbiased sparse stand-in.
+
+    Small entries become ``sign(v) * min_gradient`` with probability
+    ``|v| / min_gradient`` and 0 otherwise: the same expectation, and most
+    of them are skipped.
+    """
+    a = abs(v)
+    if a >= min_gradient or a == 0.0:
+        return v
+    if arc_uniform(seed, step, sentence, arc) * min_gradient >= a:
+        return 0.0
+    return min_gradient if v > 0.0 else -min_gradient
+
+
 @njit
 def train_part(kind, projective, single_root, preset, mask, tokens, offsets, gold,
                gold_labels, n_labels, label_margin, sent_ids, w, keys, use_filter, max_iter,
-               tol, dep_tol, min_gradient, g, seen, touched, stamp, losses, label_losses):
+               tol, dep_tol, min_gradient, seed, g, seen, touched, stamp, losses,
+               label_losses):
     """Losses and gradients of the sentences ``sent_ids`` (one part of a mini-batch).
 
     Adds the gradients to ``g`` (listing new indices in ``touched``, marked
     by ``seen[idx] == stamp``), writes each sentence's parsing loss and
     relation-label loss (multiclass hinge with margin ``label_margin``) into
-    ``losses`` / ``label_losses`` (indexed like ``sent_ids``). Arcs whose
-    gradient is at most ``min_gradient`` in absolute value are left out of
-    the update (the CRF's marginals are dense but mostly negligible; pushing
-    every arc's features dominated its epochs). Returns the
-    number of touched indices and of SparseMAP solves that did not converge.
+    ``losses`` / ``label_losses`` (indexed like ``sent_ids``). Gradient
+    entries below ``min_gradient`` in absolute value go through
+    :func:`sparsified` (keyed by ``seed``, ``stamp``, the sentence and the
+    arc): the CRF's marginals are dense but mostly tiny, and pushing every
+    arc's features dominated its epochs; the sparsified gradient has the
+    same expectation. Returns the number of touched indices and of
+    SparseMAP solves that did not converge.
     """
     L = 0
     for t in range(sent_ids.shape[0]):
@@ -359,8 +402,10 @@ def train_part(kind, projective, single_root, preset, mask, tokens, offsets, gol
         losses[t] = loss
         for h in range(n + 1):
             for m in range(1, n + 1):
-                v = Ds[h, m]
-                if abs(v) > min_gradient and h != m:
+                if h == m:
+                    continue
+                v = sparsified(Ds[h, m], min_gradient, seed, stamp, s, h * (n + 1) + m)
+                if v != 0.0:
                     n_touched = add_arc(tokens, start, n, h, m, v, preset, HS, MS, aux,
                                         shift, mask, buf, val, g, seen, touched, n_touched,
                                         stamp)

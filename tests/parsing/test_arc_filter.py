@@ -157,12 +157,13 @@ def test_warm_start_keeps_the_previous_arcs():
 # --- min_arc_gradient -----------------------------------------------------------
 
 
-def _pushed_gradient(kind, min_gradient, seed=3):
+def _pushed_gradient(kind, min_gradient, seed=3, key=0, step=1):
     from .test_parser_losses import _encoded_problem, _train_part
 
     corpus, gold, labels = _encoded_problem(seed, 2**10, 0)
     w = 0.3 * np.random.default_rng(seed).normal(size=2**10)
-    return _train_part(kind, False, corpus, gold, labels, 0, w, min_gradient), corpus, gold, w
+    result = _train_part(kind, False, corpus, gold, labels, 0, w, min_gradient, key, step)
+    return result, corpus, gold, w
 
 
 @pytest.mark.parametrize("kind", ["perceptron", "hinge"])
@@ -173,37 +174,67 @@ def test_min_gradient_below_one_changes_nothing_for_unit_gradients(kind):
     np.testing.assert_array_equal(g0, g1)
 
 
-def test_min_gradient_skips_exactly_the_small_crf_entries():
-    # Reference: the CRF gradient w.r.t. the arc scores from the public
-    # DependencyTree marginals, pushed through ArcFeatures' public indices
-    # for the arcs above the threshold only.
+def _crf_arc_gradients(corpus, gold, w):
+    """Per sentence, the CRF gradient w.r.t. the arc scores and each arc's feature indices,
+    from the public DependencyTree marginals and ArcFeatures' public indices."""
     from sksparse_struct.structures import DependencyTree
 
     indices = ArcFeatures(n_features=2**10).arc_feature_indices
-
-    threshold = 0.05
-    (loss, g, _), corpus, gold, w = _pushed_gradient("crf", threshold)
-    (loss_exact, _, _), *_ = _pushed_gradient("crf", 0.0)
-    assert loss == loss_exact  # the loss is always exact
-    expected = np.zeros_like(w)
-    skipped = 0
+    out = []
     for s, sentence in enumerate(corpus.encoded):
         n = corpus.lengths[s]
+        arcs = {(h, m): indices(sentence, h, m)
+                for h in range(n + 1) for m in range(1, n + 1) if h != m}
         S = np.full((n + 1, n + 1), -np.inf)
-        for h in range(n + 1):
-            for m in range(1, n + 1):
-                if h != m:
-                    S[h, m] = w[indices(sentence, h, m)].sum()
+        for (h, m), idx in arcs.items():
+            S[h, m] = w[idx].sum()
         mu = DependencyTree(projective=False, single_root=True).marginals(S)[0]
         for m in range(1, n + 1):
             mu[gold[corpus.offsets[s] + m], m] -= 1.0
-        for h in range(n + 1):
-            for m in range(1, n + 1):
-                if h == m:
-                    continue
-                if abs(mu[h, m]) > threshold:
-                    np.add.at(expected, indices(sentence, h, m), mu[h, m])
-                elif mu[h, m] != 0.0:
-                    skipped += 1
-    assert skipped > 0
+        out.append((mu, arcs))
+    return out
+
+
+def test_min_gradient_keeps_large_crf_entries_and_rounds_small_ones():
+    # Entries above the threshold are pushed exactly; each smaller one is
+    # pushed as +-threshold or not at all, as the keyed draw decides.
+    from sksparse_struct.parsing._parser_fast import arc_uniform
+
+    threshold = 0.05
+    (loss, g, _), corpus, gold, w = _pushed_gradient("crf", threshold, key=11, step=4)
+    (loss_exact, g_exact, _), *_ = _pushed_gradient("crf", 0.0)
+    assert loss == loss_exact  # the loss is always exact
+    expected = np.zeros_like(w)
+    exact = np.zeros_like(w)
+    kept = dropped = 0
+    for s, (mu, arcs) in enumerate(_crf_arc_gradients(corpus, gold, w)):
+        n = corpus.lengths[s]
+        for (h, m), idx in arcs.items():
+            v = mu[h, m]
+            np.add.at(exact, idx, v)
+            if 0 < abs(v) < threshold:
+                if arc_uniform(11, 4, s, h * (n + 1) + m) < abs(v) / threshold:
+                    v = np.sign(v) * threshold
+                    kept += 1
+                else:
+                    v = 0.0
+                    dropped += 1
+            np.add.at(expected, idx, v)
+    assert kept > 0 and dropped > kept
     np.testing.assert_allclose(g, expected, atol=1e-10)
+    np.testing.assert_allclose(g_exact, exact, atol=1e-10)
+
+
+def test_sparsified_gradient_is_unbiased():
+    # Averaged over keys, the sparsified feature gradient is the exact one.
+    threshold = 0.2
+    (_, g_exact, _), *_ = _pushed_gradient("crf", 0.0)
+    draws = np.array([_pushed_gradient("crf", threshold, key=k)[0][1] for k in range(400)])
+    mean = draws.mean(axis=0)
+    sem = draws.std(axis=0) / np.sqrt(len(draws))
+    err = np.abs(mean - g_exact)
+    assert np.all(err <= 5 * sem + 1e-9)
+    assert err.max() > 0  # it is random
+    # Another step or sentence key gives other draws.
+    other = _pushed_gradient("crf", threshold, key=0, step=2)[0][1]
+    assert not np.array_equal(other, draws[0])

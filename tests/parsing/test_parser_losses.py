@@ -356,7 +356,8 @@ def _encoded_problem(seed, n_features, n_labels):
     return corpus, gold, labels
 
 
-def _train_part(kind, projective, corpus, gold, labels, n_labels, w, min_gradient=0.0):
+def _train_part(kind, projective, corpus, gold, labels, n_labels, w, min_gradient=0.0,
+                seed=0, step=1):
     from sksparse_struct.feature_extraction._arc_features import _PRESETS
 
     nf = w.shape[0]
@@ -370,8 +371,8 @@ def _train_part(kind, projective, corpus, gold, labels, n_labels, w, min_gradien
         np.int64(KINDS[kind]), np.bool_(projective), np.bool_(True),
         np.int64(_PRESETS["rich"]), np.int64(nf - 1), corpus.tokens, corpus.offsets, gold,
         labels, np.int64(n_labels), 1.0, ids, w, np.zeros(0, dtype=np.int64), np.bool_(False),
-        np.int64(MAX_ITER), TOL, DEP_TOL, min_gradient, g, seen,
-        touched, np.int64(1), losses, label_losses,
+        np.int64(MAX_ITER), TOL, DEP_TOL, min_gradient, np.int64(seed), g, seen,
+        touched, np.int64(step), losses, label_losses,
     )
     assert not_converged == 0
     return losses.sum() + label_losses.sum(), g, touched[:n_touched]
