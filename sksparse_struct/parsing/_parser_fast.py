@@ -470,6 +470,9 @@ def apply_update(g, touched, n_touched, mark, step, scale, w, w_sum, last, acc, 
                        learning_rate, decay_rate, eps, 0, 1)
 
 
+_UPDATE_CHUNK = 4096
+
+
 @njit
 def apply_update_share(g, touched, n_touched, mark, step, scale, w, w_sum, last, acc, adagrad,
                        learning_rate, decay_rate, eps, share, n_shares):
@@ -478,8 +481,20 @@ def apply_update_share(g, touched, n_touched, mark, step, scale, w, w_sum, last,
     Threads given different shares never touch the same coordinate, and each
     coordinate sees the same operations as in :func:`apply_update`: the
     result is identical however the shares are spread over threads.
+
+    Coordinates go by chunks in three passes: gather their state, compute
+    the updates on contiguous arrays, scatter them back. The coordinates
+    are random, so every read misses the cache; kept apart from the long
+    chain of arithmetic of the lazy shrinkage, the reads overlap.
     """
+    idx = np.empty(_UPDATE_CHUNK, dtype=np.int64)
+    G = np.empty(_UPDATE_CHUNK)
+    W = np.empty(_UPDATE_CHUNK)
+    A = np.empty(_UPDATE_CHUNK)
+    R = np.empty(_UPDATE_CHUNK, dtype=np.int64)
+    DS = np.empty(_UPDATE_CHUNK)
     P = g.shape[0]
+    cnt = 0
     for p in range(P):
         for j in range(n_touched[p]):
             i = touched[p, j]
@@ -492,32 +507,64 @@ def apply_update_share(g, touched, n_touched, mark, step, scale, w, w_sum, last,
             for q in range(P):
                 gi += g[q, i]
                 g[q, i] = 0.0
-            gi *= scale
-            wi = w[i]
-            r = step - 1 - last[i]
-            if decay_rate > 0.0:
-                if r > 0 and wi != 0.0:
-                    # Steps last+1 .. step-1: w shrinks geometrically.
-                    fk, geo = _shrinkage(decay_rate / np.sqrt(acc[i] + eps), r)
-                    w_sum[i] += wi * geo
-                    wi *= fk
-            else:
-                w_sum[i] += wi * r
-            if adagrad:
-                acc[i] += gi * gi
-                denom = np.sqrt(acc[i] + eps)
-                # The shrinkage as a factor clipped at 0: a step of
-                # decay_rate / denom > 1 (little gradient seen yet) must not
-                # flip and grow the weight.
-                f = 1.0 - decay_rate / denom
-                if f < 0.0:
-                    f = 0.0
-                wi = wi * f - learning_rate * gi / denom
-            else:
-                wi -= gi
-            w[i] = wi
-            w_sum[i] += wi
-            last[i] = step
+            idx[cnt] = i
+            G[cnt] = gi * scale
+            cnt += 1
+            if cnt == _UPDATE_CHUNK:
+                _update_chunk(idx, G, W, A, R, DS, cnt, step, w, w_sum, last, acc, adagrad,
+                              learning_rate, decay_rate, eps)
+                cnt = 0
+    if cnt > 0:
+        _update_chunk(idx, G, W, A, R, DS, cnt, step, w, w_sum, last, acc, adagrad,
+                      learning_rate, decay_rate, eps)
+
+
+@njit
+def _update_chunk(idx, G, W, A, R, DS, cnt, step, w, w_sum, last, acc, adagrad,
+                  learning_rate, decay_rate, eps):
+    """The updates of the coordinates ``idx[:cnt]`` (batch gradients ``G``)."""
+    for k in range(cnt):
+        i = idx[k]
+        W[k] = w[i]
+        R[k] = step - 1 - last[i]
+        if adagrad:
+            A[k] = acc[i]
+    for k in range(cnt):
+        gi = G[k]
+        wi = W[k]
+        r = R[k]
+        ds = 0.0
+        if decay_rate > 0.0:
+            if r > 0 and wi != 0.0:
+                # Steps last+1 .. step-1: w shrinks geometrically.
+                fk, geo = _shrinkage(decay_rate / np.sqrt(A[k] + eps), r)
+                ds = wi * geo
+                wi *= fk
+        else:
+            ds = wi * r
+        if adagrad:
+            a = A[k] + gi * gi
+            A[k] = a
+            denom = np.sqrt(a + eps)
+            # The shrinkage as a factor clipped at 0: a step of
+            # decay_rate / denom > 1 (little gradient seen yet) must not
+            # flip and grow the weight.
+            f = 1.0 - decay_rate / denom
+            if f < 0.0:
+                f = 0.0
+            wi = wi * f - learning_rate * gi / denom
+        else:
+            wi -= gi
+        W[k] = wi
+        DS[k] = ds
+    for k in range(cnt):
+        i = idx[k]
+        w[i] = W[k]
+        # Same order of additions as one coordinate at a time.
+        w_sum[i] = (w_sum[i] + DS[k]) + W[k]
+        last[i] = step
+        if adagrad:
+            acc[i] = A[k]
 
 
 @njit
