@@ -14,10 +14,10 @@ from the attributes on the fly, each template's values combined into a
 weight vector. Each template is emitted plain and/or conjoined with the
 direction and binned distance of the arc (``dd``: bins 1, 2, 3, 4, 5,
 6-10, > 10, times left / right), as in McDonald et al. (2005).
-The plain feature and the 14 conjunctions of a template value share one
-block of 16 weights (:func:`_block`), so that scoring an arc reads about
-one cache line per template rather than two: reading the weights from
-memory is most of the cost of scoring.
+The plain feature and the 14 conjunctions of a template value lie in one
+aligned block of 16 weights (:func:`_block`), so that scoring an arc reads
+about one cache line per template rather than two: reading the weights
+from memory is most of the cost of scoring.
 
 Nothing is validated here (see ``_arc_features.py``).
 """
@@ -137,14 +137,17 @@ def _fib(state, shift, mask):
 
 @njit
 def _block(state, shift, mask):
-    """First index of the 16-weight block of a template value (128 bytes, 2 cache lines).
+    """Index of a template value's plain feature; its conjunctions are ``index ^ slot``.
 
-    A template's plain feature takes slot 0 of its block and its
-    conjunctions with direction x distance slots 1-14 (left arcs 1-7,
-    right arcs 8-14): scoring an arc reads both from the same block, often
-    the same cache line, instead of two random lines.
+    The plain feature and the 14 conjunctions with direction x distance
+    (``slot`` 1-7 for left arcs, 8-14 for right arcs) lie in the same
+    aligned block of 16 weights (128 bytes, two cache lines): scoring an arc
+    reads about one line per template instead of two random ones. The index
+    itself uses every bit, so each feature still collides with any other
+    with probability ``1 / n_features`` (aligning the blocks instead would
+    make collisions 16 times more frequent, and cost accuracy).
     """
-    return _fib(state, shift, mask) & ~np.int64(15)
+    return _fib(state, shift, mask)
 
 
 @njit
@@ -377,7 +380,7 @@ def arc_features_from_states(tokens, start, n, h, m, preset, HS, MS, aux, shift,
             val[k] = 1.0
             k += 1
         if fl & _C:
-            out[k] = block + slot
+            out[k] = block ^ slot
             val[k] = 1.0
             k += 1
     lo = h if right else m
@@ -424,7 +427,7 @@ def arc_features_from_states(tokens, start, n, h, m, preset, HS, MS, aux, shift,
         bp = aux[pid, 2]
         block = _block((base ^ bp) * _PRIME, shift, mask)
         out[k] = block
-        out[k + 1] = block + slot
+        out[k + 1] = block ^ slot
         val[k] = c
         val[k + 1] = c
         k += 2
@@ -467,7 +470,7 @@ def arc_features_from_states(tokens, start, n, h, m, preset, HS, MS, aux, shift,
     for st in (_mix(pair, 1000 + cv), _mix(pair, 2000 + cp), _mix(pair, 3000 + cc)):
         block = _block(st, shift, mask)
         out[k] = block
-        out[k + 1] = block + slot
+        out[k + 1] = block ^ slot
         val[k] = 1.0
         val[k + 1] = 1.0
         k += 2
@@ -560,16 +563,18 @@ def label_features(tokens, start, n, h, m, mask, out):
 
 @njit
 def label_block(feature, group, shift, mask):
-    """First index of the 8 weights of a relation feature for labels ``8 * group .. + 7``.
+    """Index of a relation feature conjoined with label ``8 * group``.
 
-    Labels are conjoined with a feature by groups of eight sharing one
-    64-byte block, so that scoring every label reads a few cache lines
-    instead of one random line per label.
+    Label ``8 * group + r`` takes index ``label_block(...) ^ r``: the eight
+    labels of a group lie in one aligned 64-byte block, so that scoring
+    every label reads a few cache lines instead of one random line per
+    label, while each (feature, label) index still uses every bit of the
+    hash (aligned blocks would make collisions eight times more frequent).
     """
-    return _fib((feature ^ (104729 + group)) * _PRIME, shift, mask) & ~np.int64(7)
+    return _fib((feature ^ (104729 + group)) * _PRIME, shift, mask)
 
 
 @njit
 def label_index(feature, label, shift, mask):
     """Weight index of a relation feature conjoined with a label."""
-    return label_block(feature, label >> 3, shift, mask) + (label & 7)
+    return label_block(feature, label >> 3, shift, mask) ^ (label & 7)

@@ -305,7 +305,7 @@ def label_scores(tokens, start, n, h, m, w, n_labels, shift, mask, fbuf, out):
             first = group << 3
             last = min(first + 8, n_labels)
             for lab in range(first, last):
-                out[lab] += w[base + lab - first]
+                out[lab] += w[base ^ (lab - first)]
     return k
 
 

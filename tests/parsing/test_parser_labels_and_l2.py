@@ -37,8 +37,10 @@ def test_strong_l2_keeps_weights_bounded():
     for loss in ["crf", "sparsemap", "hinge"]:
         norms = []
         for alpha in [1e-3, 1.0, 10.0]:
+            # Exact gradients: the comparison is about L2, not the sparsification.
             parser = SparseMAPParser(loss, features=ArcFeatures(n_features=2**12), alpha=alpha,
-                                     max_iter=5, random_state=0).fit(X, y)
+                                     max_iter=5, random_state=0,
+                                     min_arc_gradient=0.0).fit(X, y)
             norms.append(np.linalg.norm(parser.coef_))
             assert np.all(np.isfinite(parser.coef_))
         # More shrinkage never means larger weights; alpha = 10 shrinks to 0.
