@@ -20,6 +20,7 @@ import numpy as np
 
 from ..feature_extraction._arc_features_fast import (
     LABEL_FEATURES,
+    LABEL_GROUP,
     UPOS,
     arc_features_from_states,
     distance_bin,
@@ -300,12 +301,12 @@ def label_scores(tokens, start, n, h, m, w, n_labels, shift, mask, fbuf, out):
     for lab in range(n_labels):
         out[lab] = 0.0
     for j in range(k):
-        for group in range((n_labels + 7) >> 3):
+        for group in range((n_labels + LABEL_GROUP - 1) // LABEL_GROUP):
             base = label_block(fbuf[j], group, shift, mask)
-            first = group << 3
-            last = min(first + 8, n_labels)
+            first = group * LABEL_GROUP
+            last = min(first + LABEL_GROUP, n_labels)
             for lab in range(first, last):
-                out[lab] += w[base ^ (lab - first)]
+                out[lab] += w[(base ^ (lab - first)) & mask]
     return k
 
 
