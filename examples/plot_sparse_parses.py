@@ -16,8 +16,8 @@ the arc posteriors they add up to
 The sentence is "A real pleasure training with Natasha ." (test sentence
 97): is "pleasure" the head of the sentence, with "training with Natasha" as
 its subject, or is "training" the head? The parser keeps three trees; the
-treebank's tree is the second one, as in thesis Fig. 6.2, where the gold
-tree is in the support but is not the most probable. If a future version of
+treebank's tree is among them but is not the most probable, as in thesis
+Fig. 6.2. If a future version of
 the parser gives that sentence fewer than 2 or more than 5 trees, the script
 searches the test split for another one (see :func:`choose_sentence`) and
 says so.
@@ -55,7 +55,7 @@ from sksparse_struct.metrics import attachment_report
 from sksparse_struct.structures import DependencyTree
 
 # "A real pleasure training with Natasha ." (test split): three trees in
-# the support, the treebank's being the second.
+# the support, the treebank's among them but not the most probable.
 SENTENCE_INDEX = 97
 LOSS = "margin_sparsemap"
 MIN_TREES, MAX_TREES = 2, 5
