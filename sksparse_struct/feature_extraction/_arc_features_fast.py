@@ -15,7 +15,7 @@ weight vector. Each template is emitted plain and/or conjoined with the
 direction and binned distance of the arc (``dd``: bins 1, 2, 3, 4, 5,
 6-10, > 10, times left / right), as in McDonald et al. (2005).
 The plain feature and the 14 conjunctions of a template value lie in one
-aligned block of 16 weights (:func:`_block`), so that scoring an arc reads
+aligned block of 16 weights (at ``index ^ slot``), so that scoring an arc reads
 about one cache line per template rather than two: reading the weights
 from memory is most of the cost of scoring.
 
@@ -133,21 +133,6 @@ def index_shift(mask):
 def _fib(state, shift, mask):
     """Feature index: the top bits of ``state`` times the golden ratio (Fibonacci hashing)."""
     return ((state * _GOLDEN) >> shift) & mask
-
-
-@njit
-def _block(state, shift, mask):
-    """Index of a template value's plain feature; its conjunctions are ``index ^ slot``.
-
-    The plain feature and the 14 conjunctions with direction x distance
-    (``slot`` 1-7 for left arcs, 8-14 for right arcs) lie in the same
-    aligned block of 16 weights (128 bytes, two cache lines): scoring an arc
-    reads about one line per template instead of two random ones. The index
-    itself uses every bit, so each feature still collides with any other
-    with probability ``1 / n_features`` (aligning the blocks instead would
-    make collisions 16 times more frequent, and cost accuracy).
-    """
-    return _fib(state, shift, mask)
 
 
 @njit
@@ -365,15 +350,21 @@ def arc_features_from_states(tokens, start, n, h, m, preset, HS, MS, aux, shift,
     """
     right = h < m
     d = m - h if right else h - m
-    dd = 7919 + distance_bin(d) + (7 if right else 0)
-    slot = 1 + distance_bin(d) + (7 if right else 0)
+    bin_dir = distance_bin(d) + (7 if right else 0)
+    dd = 7919 + bin_dir
+    # A conjunction with direction x distance lies at ``plain ^ slot``
+    # (slot 1-14): in the plain feature's aligned block of 16 weights, so
+    # that both are read with about one cache line, while the plain index
+    # keeps every bit of the hash (aligning the blocks instead would make
+    # collisions 16 times more frequent, and cost accuracy).
+    slot = 1 + bin_dir
     rich = preset == RICH
     T = N_TEMPLATES if rich else N_MST_TEMPLATES
     Hh = HS[h]
     Mm = MS[m]
     k = 0
     for t in range(T):
-        block = _block((Hh[t] ^ Mm[t]) * _PRIME, shift, mask)
+        block = _fib((Hh[t] ^ Mm[t]) * _PRIME, shift, mask)
         fl = TEMPLATE_FLAGS[t]
         if fl & _P:
             out[k] = block
@@ -425,7 +416,7 @@ def arc_features_from_states(tokens, start, n, h, m, preset, HS, MS, aux, shift,
         c = float(aux[pid, 4])
         aux[pid, 4] = 0
         bp = aux[pid, 2]
-        block = _block((base ^ bp) * _PRIME, shift, mask)
+        block = _fib((base ^ bp) * _PRIME, shift, mask)
         out[k] = block
         out[k + 1] = block ^ slot
         val[k] = c
@@ -468,7 +459,7 @@ def arc_features_from_states(tokens, start, n, h, m, preset, HS, MS, aux, shift,
     cp = n_punct if n_punct < 3 else 3
     cc = n_coord if n_coord < 3 else 3
     for st in (_mix(pair, 1000 + cv), _mix(pair, 2000 + cp), _mix(pair, 3000 + cc)):
-        block = _block(st, shift, mask)
+        block = _fib(st, shift, mask)
         out[k] = block
         out[k + 1] = block ^ slot
         val[k] = 1.0
