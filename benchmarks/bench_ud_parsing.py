@@ -6,6 +6,8 @@ Run from anywhere, in an environment where sksparse_struct is installed::
     python benchmarks/bench_ud_parsing.py --quick    # smoke run (1,000 sentences, 2 epochs)
     python benchmarks/bench_ud_parsing.py --treebanks ewt --decoders eisner --losses perceptron
     python benchmarks/bench_ud_parsing.py --out benchmarks/results/bench_ud_parsing.txt
+    python benchmarks/bench_ud_parsing.py --treebanks ewt --decoders eisner \
+        --losses perceptron --n-features 4194304,8388608,16777216   # hash-space sizes
 
 Data: ``UD_English-EWT`` and ``UD_Vietnamese-VTB`` (``*-ud-train.conllu``,
 ``*-ud-test.conllu``) in ``../shared/data/ud`` next to the repository (or
@@ -91,6 +93,7 @@ def run_child(cfg):
 
     from sksparse_struct import SparseMAPParser
     from sksparse_struct.datasets import read_conllu
+    from sksparse_struct.feature_extraction import ArcFeatures
     from sksparse_struct.metrics import las_score, uas_score
 
     X_train, y_train, d_train = read_conllu(cfg["train"], return_deprel=True)
@@ -103,9 +106,13 @@ def run_child(cfg):
         X_test, y_test, d_test = X_test[:k], y_test[:k], d_test[:k]
     pairs = list(zip(y_train, d_train))
 
+    features = cfg["preset"]
+    if cfg.get("n_features"):
+        features = ArcFeatures(preset=cfg["preset"], n_features=cfg["n_features"])
+
     def make(max_iter):
         return SparseMAPParser(
-            cfg["loss"], projective=cfg["decoder"] == "eisner", features=cfg["preset"],
+            cfg["loss"], projective=cfg["decoder"] == "eisner", features=features,
             max_iter=max_iter, tol=None, random_state=0, n_jobs=cfg["n_jobs"],
             **cfg["params"],
         )
@@ -161,17 +168,24 @@ def spawn(cfg, timeout):
 
 
 def build_table(rows):
-    header = ["treebank", "decoder", "loss", "epochs", "UAS", "LAS", "s/epoch", "fit CPU s",
-              "sent/s", "trees", "heads/word", "RSS before MB", "peak RSS MB"]
+    # The n_features column only when the hash-space size was varied.
+    sized = any(r.get("n_features") for r in rows)
+    header = (["treebank", "decoder", "loss"] + (["n_features"] if sized else [])
+              + ["epochs", "UAS", "LAS", "s/epoch", "fit CPU s", "sent/s", "trees",
+                 "heads/word", "RSS before MB", "peak RSS MB"])
     body = []
     for r in rows:
         res = r["result"]
+        first = [r["treebank"], r["decoder"], r["loss"]]
+        if sized:
+            first.append(f"2**{int(r['n_features']).bit_length() - 1}"
+                         if r.get("n_features") else "default")
         if "error" in res:
-            body.append([r["treebank"], r["decoder"], r["loss"], "-", "error: " + res["error"]]
-                        + [""] * (len(header) - 5))
+            body.append(first + ["-", "error: " + res["error"]]
+                        + [""] * (len(header) - len(first) - 2))
             continue
-        body.append([
-            r["treebank"], r["decoder"], r["loss"], str(res["epochs"]), f"{res['uas']:.2f}",
+        body.append(first + [
+            str(res["epochs"]), f"{res['uas']:.2f}",
             f"{res['las']:.2f}", f"{res['epoch_s']:.2f}", f"{res['fit_cpu']:.1f}",
             f"{res['sent_per_s']:,.0f}", f"{res['trees']:.2f}", f"{res['heads_per_word']:.3f}",
             f"{res['rss_before']:.0f}", f"{res['rss_peak']:.0f}",
@@ -196,6 +210,9 @@ def main(argv=None):
     parser.add_argument("--max-iter", type=int, default=10)
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--params", default="{}", help="JSON dict of extra parser parameters")
+    parser.add_argument("--n-features", default="",
+                        help="comma-separated ArcFeatures n_features (powers of two) to "
+                             "compare; default: the preset's own")
     parser.add_argument("--quick", action="store_true", help="1,000 training sentences, 2 epochs")
     parser.add_argument("--timeout", type=float, default=3600)
     parser.add_argument("--out", default=None, help="also write the report to this file")
@@ -205,6 +222,7 @@ def main(argv=None):
             run_child(json.load(f))
         return
     data_dir = Path(args.data) if args.data else default_data_dir()
+    sizes = [int(v) for v in args.n_features.split(",") if v.strip()] or [None]
     rows = []
     start = time.perf_counter()
     for tb in args.treebanks.split(","):
@@ -214,16 +232,19 @@ def main(argv=None):
             continue
         for decoder in args.decoders.split(","):
             for loss in args.losses.split(","):
-                cfg = {"train": str(train), "test": str(test), "loss": loss,
-                       "decoder": decoder, "preset": args.preset,
-                       "max_iter": 2 if args.quick else args.max_iter,
-                       "n_jobs": args.n_jobs, "params": json.loads(args.params),
-                       "n_train": 1000 if args.quick else 0,
-                       "n_test": 300 if args.quick else 0}
-                result = spawn(cfg, args.timeout)
-                rows.append({"treebank": tb, "decoder": decoder, "loss": loss,
-                             "result": result})
-                print(f"{tb} {decoder} {loss}: {result}", file=sys.stderr, flush=True)
+                for n_features in sizes:
+                    cfg = {"train": str(train), "test": str(test), "loss": loss,
+                           "decoder": decoder, "preset": args.preset,
+                           "n_features": n_features,
+                           "max_iter": 2 if args.quick else args.max_iter,
+                           "n_jobs": args.n_jobs, "params": json.loads(args.params),
+                           "n_train": 1000 if args.quick else 0,
+                           "n_test": 300 if args.quick else 0}
+                    result = spawn(cfg, args.timeout)
+                    rows.append({"treebank": tb, "decoder": decoder, "loss": loss,
+                                 "n_features": n_features, "result": result})
+                    print(f"{tb} {decoder} {loss} {n_features}: {result}", file=sys.stderr,
+                          flush=True)
     report = [
         f"SparseMAPParser on UD, preset={args.preset!r}, {args.max_iter if not args.quick else 2} "
         f"epochs, n_jobs={args.n_jobs}, params={args.params}"
