@@ -740,7 +740,7 @@ class SparseMAPParser(BaseEstimator):
         fast.sentence_scores(
             corpus.tokens, np.int64(corpus.offsets[s]), np.int64(n), self.coef_,
             np.int64(_PRESETS[self.preset_]), np.int64(self.n_features_ - 1), keys, use_filter,
-            S, HS, MS, aux, buf, val,
+            S, HS, MS, aux, buf, val, np.empty_like(buf), np.empty_like(val),
         )
         return S
 

@@ -1,0 +1,95 @@
+"""The arc scoring kernel: reads pipelined behind prefetches, sums unchanged."""
+
+import platform
+
+import numpy as np
+import pytest
+from numba import njit
+from numba.core.errors import TypingError
+
+from sksparse_struct.feature_extraction import ArcFeatures
+from sksparse_struct.feature_extraction import _arc_features_fast as af
+from sksparse_struct.parsing import _parser_fast as fast
+from sksparse_struct.parsing._parser import _Corpus
+from sksparse_struct.utils._prefetch_fast import prefetch
+
+
+def _sentences(rng):
+    tags = ["NOUN", "VERB", "DET", "ADJ", "PUNCT", "CCONJ", "ADP"]
+    return [
+        [{"form": f"w{rng.integers(30)}", "lemma": f"l{rng.integers(20)}",
+          "upos": tags[rng.integers(len(tags))], "xpos": f"X{rng.integers(9)}"}
+         for _ in range(n)]
+        for n in (1, 2, 3, 6, 25)
+    ]
+
+
+@pytest.mark.parametrize("preset", ["mst", "rich"])
+@pytest.mark.parametrize("use_filter", [False, True])
+def test_sentence_scores_are_the_plain_sums(preset, use_filter):
+    # Every arc's score is sum_j val_j * w[index_j] in the features' order,
+    # to the last bit, whatever arcs the filter skips in between.
+    rng = np.random.default_rng(1)
+    n_features = 2**12
+    encoded = ArcFeatures(preset=preset, n_features=n_features).fit_transform(_sentences(rng))
+    corpus = _Corpus(encoded)
+    tokens, mask = corpus.tokens, np.int64(n_features - 1)
+    w = rng.standard_normal(n_features)
+    code = np.int64(af.RICH if preset == "rich" else af.MST)
+    for s in range(len(corpus)):
+        start, n = np.int64(corpus.offsets[s]), np.int64(corpus.lengths[s])
+        arcs = [(h, m) for h in range(n + 1) for m in range(1, n + 1) if h != m]
+        all_keys = np.unique([fast.arc_filter_key(tokens, start, h, m) for h, m in arcs])
+        keys = np.sort(rng.choice(all_keys, size=(all_keys.shape[0] + 1) // 2, replace=False))
+        HS, MS, aux, buf, val = fast.new_states(n)
+        S = np.empty((n + 1, n + 1))
+        fast.sentence_scores(tokens, start, n, w, code, mask, keys, use_filter, S, HS, MS, aux,
+                             buf, val, np.empty_like(buf), np.empty_like(val))
+        expected = np.full((n + 1, n + 1), -np.inf)
+        out = np.empty(af.max_arc_features(n), dtype=np.int64)
+        values = np.empty(out.shape[0])
+        for h, m in arcs:
+            if not fast.arc_allowed(tokens, start, h, m, keys, use_filter):
+                continue
+            k = af.arc_features(tokens, start, n, h, m, code, mask, out, values)
+            total = 0.0
+            for j in range(k):
+                total += values[j] * w[out[j]]
+            expected[h, m] = total
+        np.testing.assert_array_equal(S, expected)
+        if use_filter and n > 3:
+            assert np.isinf(S[1:, 1:][~np.eye(n, dtype=bool)]).any()  # the filter did skip
+
+
+@njit
+def _sum_after_prefetch(a, idx):
+    for i in idx:
+        prefetch(a, i)
+    total = 0.0
+    for i in idx:
+        total += a[i]
+    return total
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+def test_prefetch_is_only_a_hint(dtype):
+    a = np.arange(100, dtype=dtype)
+    idx = np.array([3, 97, 0, 50, 3])
+    assert _sum_after_prefetch(a, idx) == a[idx].sum()
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
+                    reason="checks the x86 instruction")
+def test_prefetch_emits_the_instruction():
+    _sum_after_prefetch(np.zeros(4), np.zeros(1, dtype=np.int64))
+    asm = "\n".join(_sum_after_prefetch.inspect_asm().values())
+    assert "prefetcht0" in asm
+
+
+def test_prefetch_needs_a_1d_array_and_an_integer():
+    @njit
+    def bad(x):
+        prefetch(x, 0)
+
+    with pytest.raises(TypingError):
+        bad(1.0)
