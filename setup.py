@@ -26,6 +26,7 @@ setup(
         "scipy",
         "scikit-learn>=1.6",
         "numba",
+        "llvmlite",  # numba's own dependency, imported directly for a prefetch intrinsic
         "joblib",
     ],
     extras_require={
