@@ -511,9 +511,11 @@ class SparseMAPParser(BaseEstimator):
         single_root = np.bool_(self.single_root)
         max_as, tol_as, dep_as = _SPARSEMAP_OPTIONS
 
-        # Key of the unbiased sparsification of small gradient entries (only
-        # the CRF and SparseMAP gradients have any).
+        # Unbiased sparsification of small gradient entries: only the CRF and
+        # SparseMAP gradients have any (the perceptron's and hinge's are 0 or
+        # +-1, and stay exact whatever the threshold).
         sparsify = kind not in (fast.PERCEPTRON, fast.HINGE) and self.min_arc_gradient > 0
+        min_gradient = float(self.min_arc_gradient) if sparsify else 0.0
         seed = np.int64(rng.randint(np.iinfo(np.int32).max) if sparsify else 0)
 
         w = self.coef_.copy() if warm else np.zeros(n_features)
@@ -561,7 +563,7 @@ class SparseMAPParser(BaseEstimator):
                             np.int64(mask), corpus.tokens, corpus.offsets, target,
                             gold_labels, np.int64(n_labels), label_margin, ids, w, keys,
                             use_filter, np.int64(max_as), tol_as, dep_as,
-                            float(self.min_arc_gradient), seed, g[p], seen[p], touched[p],
+                            min_gradient, seed, g[p], seen[p], touched[p],
                             stamp, losses, label_losses,
                         )
                         n_touched[p] = nt

@@ -174,6 +174,17 @@ def test_min_gradient_below_one_changes_nothing_for_unit_gradients(kind):
     np.testing.assert_array_equal(g0, g1)
 
 
+@pytest.mark.parametrize("loss", ["perceptron", "hinge"])
+def test_min_arc_gradient_never_touches_the_perceptron_or_hinge_updates(loss):
+    # Their gradient entries are 0 or +-1: the documented promise holds for
+    # any threshold, even one above 1.
+    X, y = _sample("train", 30)
+    models = [SparseMAPParser(loss, features=ArcFeatures(n_features=2**12), max_iter=2,
+                              random_state=0, min_arc_gradient=t).fit(X, y)
+              for t in (0.0, 5.0)]
+    np.testing.assert_array_equal(models[0].coef_, models[1].coef_)
+
+
 def _crf_arc_gradients(corpus, gold, w):
     """Per sentence, the CRF gradient w.r.t. the arc scores and each arc's feature indices,
     from the public DependencyTree marginals and ArcFeatures' public indices."""
