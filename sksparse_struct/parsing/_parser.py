@@ -519,12 +519,8 @@ class SparseMAPParser(BaseEstimator):
         seed = np.int64(rng.randint(np.iinfo(np.int32).max) if sparsify else 0)
 
         w = self.coef_.copy() if warm else np.zeros(n_features)
-        w_sum = np.zeros(n_features)
-        acc = np.zeros(n_features)
-        last = np.zeros(n_features, dtype=np.int64)
-        mark = np.zeros(n_features, dtype=np.int64)
-        g = np.zeros((_BATCH_PARTS, n_features))
-        seen = np.zeros((_BATCH_PARTS, n_features), dtype=np.int64)
+        opt = fast.aligned_zeros((n_features, fast.OPT_COLUMNS))
+        grad = fast.aligned_zeros((n_features, 2 * _BATCH_PARTS))
         touched = np.zeros((_BATCH_PARTS, n_features), dtype=np.int64)
         n_touched = np.zeros(_BATCH_PARTS, dtype=np.int64)
 
@@ -563,7 +559,7 @@ class SparseMAPParser(BaseEstimator):
                             np.int64(mask), corpus.tokens, corpus.offsets, target,
                             gold_labels, np.int64(n_labels), label_margin, ids, w, keys,
                             use_filter, np.int64(max_as), tol_as, dep_as,
-                            min_gradient, seed, g[p], seen[p], touched[p],
+                            min_gradient, seed, grad, np.int64(p), touched[p],
                             stamp, losses, label_losses,
                         )
                         n_touched[p] = nt
@@ -581,8 +577,8 @@ class SparseMAPParser(BaseEstimator):
 
                     def update(share, step=step, scale=scale):
                         fast.apply_update_share(
-                            g, touched, n_touched, mark, np.int64(step), scale, w, w_sum,
-                            last, acc, np.bool_(adagrad), float(self.learning_rate),
+                            grad, touched, n_touched, np.int64(step), scale, w, opt,
+                            np.bool_(adagrad), float(self.learning_rate),
                             decay_rate, _ADAGRAD_EPS, np.int64(share), np.int64(n_threads),
                         )
 
@@ -592,9 +588,8 @@ class SparseMAPParser(BaseEstimator):
                         update(0)
                     else:
                         list(pool.map(update, range(n_threads)))
-                fast.flush_updates(np.int64(step), w, w_sum, last, acc, decay_rate,
-                                   _ADAGRAD_EPS)
-                self.coef_ = w_sum / step
+                fast.flush_updates(np.int64(step), w, opt, decay_rate, _ADAGRAD_EPS)
+                self.coef_ = opt[:, fast.W_SUM] / step
                 self.t_ = step
                 self.n_iter_ = epoch + 1
                 mean_loss = total_loss / train_ids.shape[0]

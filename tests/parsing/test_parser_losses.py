@@ -361,8 +361,7 @@ def _train_part(kind, projective, corpus, gold, labels, n_labels, w, min_gradien
     from sksparse_struct.feature_extraction._arc_features import _PRESETS
 
     nf = w.shape[0]
-    g = np.zeros(nf)
-    seen = np.zeros(nf, dtype=np.int64)
+    grad = fast.aligned_zeros((nf, 2))
     touched = np.zeros(nf, dtype=np.int64)
     ids = np.arange(len(corpus), dtype=np.int64)
     losses = np.zeros(len(corpus))
@@ -371,11 +370,13 @@ def _train_part(kind, projective, corpus, gold, labels, n_labels, w, min_gradien
         np.int64(KINDS[kind]), np.bool_(projective), np.bool_(True),
         np.int64(_PRESETS["rich"]), np.int64(nf - 1), corpus.tokens, corpus.offsets, gold,
         labels, np.int64(n_labels), 1.0, ids, w, np.zeros(0, dtype=np.int64), np.bool_(False),
-        np.int64(MAX_ITER), TOL, DEP_TOL, min_gradient, np.int64(seed), g, seen,
+        np.int64(MAX_ITER), TOL, DEP_TOL, min_gradient, np.int64(seed), grad, np.int64(0),
         touched, np.int64(step), losses, label_losses,
     )
     assert not_converged == 0
-    return losses.sum() + label_losses.sum(), g, touched[:n_touched]
+    # The stamps mark exactly the listed coordinates.
+    np.testing.assert_array_equal(np.flatnonzero(grad[:, 1] == step), np.sort(touched[:n_touched]))
+    return losses.sum() + label_losses.sum(), grad[:, 0].copy(), touched[:n_touched]
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
@@ -427,11 +428,9 @@ def test_lazy_updates_match_dense_updates(adagrad, alpha):
     rng = np.random.default_rng(0)
     nf, P, n_steps, scale, lr, eps = 12, 2, 25, 0.25, 0.5, 1e-8
     decay = lr * alpha
-    w, w_sum = np.zeros(nf), np.zeros(nf)
-    last = np.zeros(nf, dtype=np.int64)
-    acc = np.zeros(nf)
-    mark = np.zeros(nf, dtype=np.int64)
-    g = np.zeros((P, nf))
+    w = np.zeros(nf)
+    opt = fast.aligned_zeros((nf, fast.OPT_COLUMNS))
+    grad = fast.aligned_zeros((nf, 2 * P))
     touched = np.zeros((P, nf), dtype=np.int64)
     n_touched = np.zeros(P, dtype=np.int64)
     history = []
@@ -440,16 +439,26 @@ def test_lazy_updates_match_dense_updates(adagrad, alpha):
         union = set()
         for p in range(P):
             idx = rng.choice(nf, size=rng.integers(0, 5), replace=False)
-            g[p, idx] = rng.normal(size=idx.shape[0])
+            grad[idx, 2 * p] = rng.normal(size=idx.shape[0])
+            grad[idx, 2 * p + 1] = step
             touched[p, :idx.shape[0]] = idx
             n_touched[p] = idx.shape[0]
-            total[idx] += g[p, idx]
+            total[idx] += grad[idx, 2 * p]
             union |= set(idx.tolist())
         history.append((total * scale, union))
-        fast.apply_update(g, touched, n_touched, mark, np.int64(step), scale, w, w_sum, last,
-                          acc, np.bool_(adagrad), lr, decay, eps)
-        np.testing.assert_array_equal(g, 0.0)  # buffers handed back clean
-    fast.flush_updates(np.int64(n_steps), w, w_sum, last, acc, decay, eps)
+        fast.apply_update(grad, touched, n_touched, np.int64(step), scale, w, opt,
+                          np.bool_(adagrad), lr, decay, eps)
+        np.testing.assert_array_equal(grad[:, 0::2], 0.0)  # buffers handed back clean
+    fast.flush_updates(np.int64(n_steps), w, opt, decay, eps)
     ref_w, ref_sum = _dense_updates(history, nf, adagrad, lr, decay, eps)
     np.testing.assert_allclose(w, ref_w, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(w_sum, ref_sum, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(opt[:, fast.W_SUM], ref_sum, rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(opt[:, fast.LAST], n_steps)
+
+
+@pytest.mark.parametrize("shape", [(5, 4), (1000, 4), (3, 2), (7,)])
+def test_aligned_zeros_start_on_a_cache_line(shape):
+    a = fast.aligned_zeros(shape)
+    assert a.shape == shape and a.dtype == np.float64
+    assert a.ctypes.data % 64 == 0
+    assert a.flags.c_contiguous and not a.any()

@@ -1,4 +1,4 @@
-"""The arc scoring kernel: reads pipelined behind prefetches, sums unchanged."""
+"""The arc and label scoring kernels: reads pipelined behind prefetches, sums unchanged."""
 
 import platform
 
@@ -93,3 +93,30 @@ def test_prefetch_needs_a_1d_array_and_an_integer():
 
     with pytest.raises(TypingError):
         bad(1.0)
+
+
+@pytest.mark.parametrize("n_labels", [1, 5, 64, 65, 150])
+@pytest.mark.parametrize("n_features", [2**4, 2**12])
+def test_label_scores_are_the_plain_sums(n_labels, n_features):
+    # Every label's score is sum_j w[label_index(feature_j, label)], in the
+    # features' order, to the last bit: with one, several and a partial
+    # last group of labels, and a weight vector smaller than one block.
+    rng = np.random.default_rng(2)
+    encoded = ArcFeatures(n_features=n_features).fit_transform(_sentences(rng))
+    corpus = _Corpus(encoded)
+    tokens, mask = corpus.tokens, np.int64(n_features - 1)
+    shift = af.index_shift(mask)
+    w = rng.standard_normal(n_features)
+    fbuf, bases, out = fast.label_work(n_labels)
+    features = np.empty(af.LABEL_FEATURES, dtype=np.int64)
+    for s in range(len(corpus)):
+        start, n = np.int64(corpus.offsets[s]), np.int64(corpus.lengths[s])
+        for h, m in [(h, m) for h in range(n + 1) for m in range(1, n + 1) if h != m]:
+            k = fast.label_scores(tokens, start, n, h, m, w, np.int64(n_labels), shift, mask,
+                                  fbuf, bases, out)
+            assert k == af.label_features(tokens, start, n, h, m, mask, features)
+            expected = np.zeros(n_labels)
+            for lab in range(n_labels):
+                for j in range(k):
+                    expected[lab] += w[af.label_index(features[j], lab, shift, mask)]
+            np.testing.assert_array_equal(out[:n_labels], expected)
