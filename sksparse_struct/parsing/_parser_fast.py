@@ -147,7 +147,7 @@ def sentence_scores(tokens, start, n, w, preset, mask, keys, use_filter, S, HS, 
     then the previous arc, whose lines have had the time to arrive, is
     summed while the new arc's lines are requested, one between two reads
     (:func:`_prefetch_and_dot`). On UD English-EWT this scores the arcs
-    about 1.45 times as fast as reading each weight when needed (12-22%
+    1.3 to 1.5 times as fast as reading each weight when needed (12-22%
     from prefetching, then 15% more from spreading the requests out); the
     sums are the same, term by term.
     """
