@@ -58,24 +58,6 @@ class _Corpus:
         return self.lengths.shape[0]
 
 
-def _split_parts(ids, lengths, n_parts):
-    """Share ``ids`` out into ``n_parts`` of about equal cost, deterministically.
-
-    Longest first, each sentence to the part with the least cost so far (the
-    LPT rule; cost ~ n^2 arcs); every part keeps the order of ``ids``. The
-    parts depend on ``ids`` and ``lengths`` only, never on the number of
-    threads, so results are identical for every ``n_jobs``.
-    """
-    cost = (lengths[ids] + 1.0) ** 2
-    load = np.zeros(n_parts)
-    part_of = np.empty(ids.shape[0], dtype=np.int64)
-    for i in np.argsort(-cost, kind="stable"):
-        p = int(np.argmin(load))
-        part_of[i] = p
-        load[p] += cost[i]
-    return [np.ascontiguousarray(ids[part_of == p]) for p in range(n_parts)]
-
-
 class SparseMAPParser(BaseEstimator):
     """First-order dependency parser with SparseMAP, CRF, hinge or perceptron losses.
 
@@ -542,11 +524,15 @@ class SparseMAPParser(BaseEstimator):
         try:
             for epoch in range(self.max_iter):
                 order = rng.permutation(train_ids)
+                part_of = np.empty(order.shape[0], dtype=np.int64)
+                fast.split_batches(order, corpus.lengths, self.batch_size, _BATCH_PARTS,
+                                   part_of)
                 total_loss = 0.0
                 total_label = 0.0
                 for b in range(0, order.shape[0], self.batch_size):
                     batch = order[b:b + self.batch_size]
-                    parts = _split_parts(batch, corpus.lengths, _BATCH_PARTS)
+                    batch_parts = part_of[b:b + self.batch_size]
+                    parts = [batch[batch_parts == p] for p in range(_BATCH_PARTS)]
                     step += 1
                     stamp = np.int64(step)
 
@@ -588,7 +574,15 @@ class SparseMAPParser(BaseEstimator):
                         update(0)
                     else:
                         list(pool.map(update, range(n_threads)))
-                fast.flush_updates(np.int64(step), w, opt, decay_rate, _ADAGRAD_EPS)
+
+                def flush(share, step=step):
+                    fast.flush_updates_share(np.int64(step), w, opt, decay_rate, _ADAGRAD_EPS,
+                                             np.int64(share), np.int64(n_threads))
+
+                if pool is None:
+                    flush(0)
+                else:
+                    list(pool.map(flush, range(n_threads)))
                 self.coef_ = opt[:, fast.W_SUM] / step
                 self.t_ = step
                 self.n_iter_ = epoch + 1

@@ -707,9 +707,40 @@ def _update_chunk(idx, G, W, A, R, DS, cnt, step, w, opt, adagrad, learning_rate
 
 
 @njit
+def split_batches(order, lengths, batch_size, n_parts, part_of):
+    """Share each mini-batch of ``order`` out into ``n_parts`` of about equal cost.
+
+    Mini-batch ``b`` is ``order[b * batch_size:(b + 1) * batch_size]``.
+    Longest first (stable), each sentence to the part with the least cost so
+    far (the LPT rule; cost ``(n + 1)^2``, the number of arcs, ties to the
+    lowest part); ``part_of`` receives the part of every entry of ``order``.
+    The parts depend on the sentences only, never on the number of threads,
+    so results are identical for every ``n_jobs``.
+    """
+    load = np.empty(n_parts)
+    for b in range(0, order.shape[0], batch_size):
+        e = min(b + batch_size, order.shape[0])
+        cost = np.empty(e - b)
+        for i in range(b, e):
+            cost[i - b] = (lengths[order[i]] + 1.0) ** 2
+        load[:] = 0.0
+        for i in np.argsort(-cost, kind="mergesort"):
+            p = np.argmin(load)
+            part_of[b + i] = p
+            load[p] += cost[i]
+
+
+@njit
 def flush_updates(step, w, opt, decay_rate, eps):
     """Bring every coordinate to ``step`` (the lazy shrinkage and sums)."""
-    for i in range(w.shape[0]):
+    flush_updates_share(step, w, opt, decay_rate, eps, 0, 1)
+
+
+@njit
+def flush_updates_share(step, w, opt, decay_rate, eps, share, n_shares):
+    """:func:`flush_updates` on the ``share``-th of ``n_shares`` contiguous ranges."""
+    n = w.shape[0]
+    for i in range(share * n // n_shares, (share + 1) * n // n_shares):
         r = step - np.int64(opt[i, LAST])
         if r <= 0:
             continue

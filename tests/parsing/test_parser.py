@@ -642,20 +642,32 @@ def test_projective_parser_trains_on_lifted_trees():
     assert small_parser(max_iter=1).fit(X, y).n_lifted_arcs_ == 0
 
 
-def test_batch_parts_are_balanced_and_cover_the_batch():
-    from sksparse_struct.parsing._parser import _split_parts
+def _lpt_reference(ids, lengths, n_parts):
+    # The LPT rule written plainly: longest first, to the least loaded part.
+    cost = (lengths[ids] + 1.0) ** 2
+    load = [0.0] * n_parts
+    part_of = [None] * len(ids)
+    for i in sorted(range(len(ids)), key=lambda i: -cost[i]):
+        p = load.index(min(load))
+        part_of[i] = p
+        load[p] += cost[i]
+    return part_of
+
+
+@pytest.mark.parametrize("batch_size, n_parts", [(16, 2), (7, 2), (5, 3), (1, 2)])
+def test_batch_parts_are_balanced_and_follow_the_lpt_rule(batch_size, n_parts):
+    from sksparse_struct.parsing import _parser_fast as fast
 
     rng = np.random.default_rng(0)
     lengths = rng.integers(1, 80, size=500)
-    for _ in range(50):
-        ids = rng.choice(500, size=16, replace=False)
-        parts = _split_parts(ids, lengths, 2)
-        # Every sentence in exactly one part, each part in batch order.
-        assert sorted(np.concatenate(parts).tolist()) == sorted(ids.tolist())
-        for part in parts:
-            position = [ids.tolist().index(i) for i in part]
-            assert position == sorted(position)
-        # LPT's guarantee: the heavier part exceeds the mean by at most one
+    lengths[:40] = 10  # ties
+    order = rng.permutation(500)
+    part_of = np.empty(500, dtype=np.int64)
+    fast.split_batches(order, lengths, batch_size, n_parts, part_of)
+    for b in range(0, 500, batch_size):
+        ids, parts = order[b:b + batch_size], part_of[b:b + batch_size]
+        assert parts.tolist() == _lpt_reference(ids, lengths, n_parts)
+        # LPT's guarantee: the heaviest part exceeds the mean by at most one
         # sentence's cost.
-        cost = [((lengths[part] + 1.0) ** 2).sum() for part in parts]
-        assert max(cost) - sum(cost) / 2 <= ((lengths[ids] + 1.0) ** 2).max() / 2 + 1e-9
+        cost = [((lengths[ids[parts == p]] + 1.0) ** 2).sum() for p in range(n_parts)]
+        assert max(cost) - sum(cost) / n_parts <= ((lengths[ids] + 1.0) ** 2).max() + 1e-9
