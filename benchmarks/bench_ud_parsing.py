@@ -34,7 +34,13 @@ kernels is not counted. For each treebank, decoder (``eisner``: projective,
   test set: mean number of trees in the support per sentence and mean number
   of candidate heads per word (heads with a nonzero posterior). For the
   CRF and the other losses the same statistics describe the SparseMAP
-  distribution of their scores (``predict_sparse`` works for every loss).
+  distribution of their scores (``predict_sparse`` works for every loss);
+* the speed of the machine at the time ("probe ns"): nanoseconds per read
+  of 8 million scattered float64 from a 32 MB array (what scoring arcs
+  does), measured by the parent process just before and after the model's
+  run and averaged. The same code's
+  epochs vary by 20-35% over a day on a shared machine, with this figure;
+  compare times between tables only at similar probe readings.
 
 References (issue 5): a throwaway first-order averaged-perceptron parser
 measured on this machine, 5 epochs: EWT test UAS 84.25 (MST templates,
@@ -78,6 +84,27 @@ def peak_rss_mb():
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024.0
     return float("nan")
+
+
+def memory_probe_ns(n_reads=1 << 23, size=1 << 22):
+    """Nanoseconds per read of scattered float64 from a 32 MB array (one thread)."""
+    import numpy as np
+    from numba import njit
+
+    @njit
+    def gather(a, idx):
+        s = 0.0
+        for i in idx:
+            s += a[i]
+        return s
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(size)
+    idx = rng.integers(0, size, n_reads)
+    gather(a, idx[:10])
+    t0 = time.perf_counter()
+    gather(a, idx)
+    return 1e9 * (time.perf_counter() - t0) / n_reads
 
 
 def treebank_files(data_dir, name):
@@ -172,7 +199,7 @@ def build_table(rows):
     sized = any(r.get("n_features") for r in rows)
     header = (["treebank", "decoder", "loss"] + (["n_features"] if sized else [])
               + ["epochs", "UAS", "LAS", "s/epoch", "fit CPU s", "sent/s", "trees",
-                 "heads/word", "RSS before MB", "peak RSS MB"])
+                 "heads/word", "RSS before MB", "peak RSS MB", "probe ns"])
     body = []
     for r in rows:
         res = r["result"]
@@ -188,7 +215,7 @@ def build_table(rows):
             str(res["epochs"]), f"{res['uas']:.2f}",
             f"{res['las']:.2f}", f"{res['epoch_s']:.2f}", f"{res['fit_cpu']:.1f}",
             f"{res['sent_per_s']:,.0f}", f"{res['trees']:.2f}", f"{res['heads_per_word']:.3f}",
-            f"{res['rss_before']:.0f}", f"{res['rss_peak']:.0f}",
+            f"{res['rss_before']:.0f}", f"{res['rss_peak']:.0f}", f"{res['probe_ns']:.1f}",
         ])
     widths = [max(len(h), *(len(row[i]) for row in body)) if body else len(h)
               for i, h in enumerate(header)]
@@ -240,7 +267,9 @@ def main(argv=None):
                            "n_jobs": args.n_jobs, "params": json.loads(args.params),
                            "n_train": 1000 if args.quick else 0,
                            "n_test": 300 if args.quick else 0}
+                    probe_before = memory_probe_ns()
                     result = spawn(cfg, args.timeout)
+                    result["probe_ns"] = (probe_before + memory_probe_ns()) / 2
                     rows.append({"treebank": tb, "decoder": decoder, "loss": loss,
                                  "n_features": n_features, "result": result})
                     print(f"{tb} {decoder} {loss} {n_features}: {result}", file=sys.stderr,
