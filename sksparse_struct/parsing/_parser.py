@@ -726,12 +726,12 @@ class SparseMAPParser(BaseEstimator):
     def _sentence_scores(self, corpus, s):
         n = int(corpus.lengths[s])
         S = np.empty((n + 1, n + 1))
-        HS, MS, aux, buf, val = fast.new_states(np.int64(n))
+        HS, MS, aux, buf = fast.new_states(np.int64(n))
         keys, use_filter = self._arc_filter_args()
         fast.sentence_scores(
             corpus.tokens, np.int64(corpus.offsets[s]), np.int64(n), self.coef_,
             np.int64(_PRESETS[self.preset_]), np.int64(self.n_features_ - 1), keys, use_filter,
-            S, HS, MS, aux, buf, val, np.empty_like(buf), np.empty_like(val),
+            S, HS, MS, aux, buf, np.empty_like(buf),
         )
         return S
 

@@ -58,13 +58,15 @@ def test_hashes_are_stable_across_processes():
 
 @pytest.mark.parametrize("n", [2, 5, 12])
 def test_mst_feature_count(n):
-    enc = ArcFeatures(preset="mst").transform([_sentence(n)])[0]
+    sent = _sentence(n)
+    enc = ArcFeatures(preset="mst").transform([sent])[0]
     af = ArcFeatures(preset="mst")
     for h in range(n + 1):
         for m in range(1, n + 1):
             if h != m:
-                # 48 fixed features plus 2 per word in between.
-                assert af.arc_feature_indices(enc, h, m).shape[0] == 48 + 2 * (abs(h - m) - 1)
+                # 48 fixed features plus 2 per distinct tag in between.
+                between = {sent[b - 1]["upos"] for b in range(min(h, m) + 1, max(h, m))}
+                assert af.arc_feature_indices(enc, h, m).shape[0] == 48 + 2 * len(between)
 
 
 def test_rich_extends_mst_and_counts_between_words():
@@ -104,14 +106,25 @@ def test_direction_matters():
                               np.sort(af.arc_feature_indices(enc, 2, 1)))
 
 
-def test_between_counts_equal_repeated_features():
-    # Two identical tags in between count twice: the same indices repeated.
-    sent = [("a", "NOUN"), ("b", "DET"), ("c", "DET"), ("d", "VERB")]
-    af = ArcFeatures(preset="mst")
-    enc = af.transform([sent])[0]
-    idx = af.arc_feature_indices(enc, 1, 4)
-    values, counts = np.unique(idx[48:], return_counts=True)
-    assert values.shape[0] == 2 and np.all(counts == 2)
+@pytest.mark.parametrize("preset, per_tag", [("mst", 2), ("rich", 5)])
+def test_between_tags_fire_once_however_often_they_occur(preset, per_tag):
+    # Binary features: two DETs in between give the DET features once, and
+    # the plain in-between POS feature (hp, bp, mp) is the one a single DET
+    # in between gives.
+    af = ArcFeatures(preset=preset)
+    def sent(*tags):
+        return [{"form": f"w{i}", "upos": upos, "xpos": upos[:2]}
+                for i, upos in enumerate(("NOUN",) + tags + ("VERB",))]
+
+    one, two, mixed = af.transform([sent("DET"), sent("DET", "DET"), sent("DET", "ADJ")])
+    idx_one = af.arc_feature_indices(one, 1, 3)
+    idx_two = af.arc_feature_indices(two, 1, 4)
+    idx_mixed = af.arc_feature_indices(mixed, 1, 4)
+    assert idx_mixed.shape[0] - idx_two.shape[0] == per_tag
+    assert np.unique(idx_two).shape[0] == idx_two.shape[0]
+    n_templates = fast.N_TEMPLATES if preset == "rich" else fast.N_MST_TEMPLATES
+    first_between = sum(bin(int(f)).count("1") for f in fast.TEMPLATE_FLAGS[:n_templates])
+    assert idx_one[first_between] == idx_two[first_between]
 
 
 def test_indices_in_range():
