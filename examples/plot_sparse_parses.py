@@ -15,9 +15,10 @@ the arc posteriors they add up to
 
 The sentence is "A real pleasure training with Natasha ." (test sentence
 97): is "pleasure" the head of the sentence, with "training with Natasha" as
-its subject, or is "training" the head? The parser keeps three trees; the
-treebank's tree is among them but is not the most probable, as in thesis
-Fig. 6.2. If a future version of
+its subject, or is "training" the head? The parser keeps two trees, one for
+each reading, almost equally probable (0.52 and 0.48); both hang the final
+full stop on "training", where the treebank has "pleasure". If a future
+version of
 the parser gives that sentence fewer than 2 or more than 5 trees, the script
 searches the test split for another one (see :func:`choose_sentence`) and
 says so.
