@@ -111,8 +111,8 @@ class SparseMAPParser(BaseEstimator):
         L2 regularization: the objective is the mean loss plus
         ``alpha / 2 ||w||^2``. Applied lazily per weight (exactly, see
         Notes). Ignored by the perceptron. (On UD English-EWT, margin
-        SparseMAP with Eisner: test UAS 86.95 with 0, 87.23 with 1e-4,
-        87.50 with 3e-4, 87.82 with 1e-3, 5 epochs.)
+        SparseMAP with Eisner: test UAS 86.75 with 0, 86.91 with 1e-4,
+        87.25 with 3e-4, 87.71 with 1e-3, 5 epochs.)
     learning_rate : float, default=0.1
         AdaGrad's step size (not used by the perceptron).
     batch_size : int, default=16
