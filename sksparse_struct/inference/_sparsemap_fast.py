@@ -576,3 +576,34 @@ def sparsemap_sequence_parts(unary_eta, trans, max_iter, tol, dep_tol, mu_out, x
         for a in range(K):
             mm += mu_out[i, a] * mu_out[i, a]
     return tp, mm, n_iter, converged, True
+
+
+@njit
+def active_set_arc_scores(S, projective, single_root, max_iter, tol, dep_tol):
+    """The active set on an ``(n + 1, n + 1)`` arc-score matrix ``S`` (``DependencyTree`` layout).
+
+    Flattens the arcs into ``eta`` and runs :func:`active_set_projective_tree`
+    or :func:`active_set_tree`. Returns the head rows ``H``, the
+    probabilities ``p`` and scores ``theta`` of the support, its size ``k``,
+    whether the solver converged and its status.
+    """
+    n = S.shape[0] - 1
+    eta = np.empty(n * n)
+    for m in range(1, n + 1):
+        base = (m - 1) * n
+        for h in range(n + 1):
+            if h < m:
+                eta[base + h] = S[h, m]
+            elif h > m:
+                eta[base + h - 1] = S[h, m]
+    if projective:
+        M, H, theta, p, k, n_iter, gap, converged, status = active_set_projective_tree(
+            eta, n, single_root, max_iter, tol, dep_tol
+        )
+    else:
+        M, H, theta, p, k, n_iter, gap, converged, status = active_set_tree(
+            eta, n, single_root, max_iter, tol, dep_tol
+        )
+    return H, p, theta, k, converged, status
+
+

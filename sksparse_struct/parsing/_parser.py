@@ -1,8 +1,6 @@
 """First-order dependency parser trained with SparseMAP, CRF, hinge or perceptron losses."""
 
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 
 import numpy as np
@@ -15,47 +13,22 @@ from ..datasets._conllu import first_bad_tree, tree_error
 from ..feature_extraction import ArcFeatures, EncodedSentence
 from ..feature_extraction._arc_features import _PRESETS
 from ..inference import sparsemap
+from ..learners import minimize_online
+from ..losses._kinds_fast import LOSS_KINDS, PERCEPTRON, SPARSEMAP_OPTIONS, STRUCTURED_LOSSES
 from ..metrics import uas_score
 from ..metrics._parsing import _as_heads, _is_labelled_pair
 from ..structures import DependencyTree
+from ..structures._tree_fast import lift_to_projective
 from ..utils._sklearn_compat import Interval, StrOptions, _fit_context
-from . import _parser_fast as fast
+from . import _arc_filter_fast
+from ._parser_fast import ArcModel, TrainingOptions, score_sentence
+from ._problem import ParsingProblem, decode, stack_sentences
 
 __all__ = ["SparseMAPParser"]
 
-LOSS_KINDS = {
-    "crf": fast.CRF,
-    "hinge": fast.HINGE,
-    "perceptron": fast.PERCEPTRON,
-    "sparsemap": fast.SPARSEMAP,
-    "margin_sparsemap": fast.MARGIN_SPARSEMAP,
-}
-# SparseMAP's active set: iterations, relative duality-gap tolerance and
-# the dependence tolerance of its KKT updates (as the tagger's).
-_SPARSEMAP_OPTIONS = (200, 1e-9, 1e-12)
 # A mini-batch is cut into this many parts, each with its own gradient
 # buffer, merged in order: results do not depend on the number of threads.
 _BATCH_PARTS = 2
-# Sentences per chunk when predicting on threads.
-_PREDICT_CHUNK = 64
-_ADAGRAD_EPS = 1e-8
-
-
-class _Corpus:
-    """Encoded sentences stacked for the kernels."""
-
-    def __init__(self, encoded):
-        lengths = np.array([len(s) for s in encoded], dtype=np.int64)
-        self.lengths = lengths
-        self.offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum(lengths + 1, out=self.offsets[1:])
-        if encoded:
-            self.tokens = np.ascontiguousarray(np.concatenate([s.tokens for s in encoded]))
-        else:
-            self.tokens = np.zeros((0, 7), dtype=np.int64)
-
-    def __len__(self):
-        return self.lengths.shape[0]
 
 
 class SparseMAPParser(BaseEstimator):
@@ -235,7 +208,7 @@ class SparseMAPParser(BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "loss": [StrOptions(set(LOSS_KINDS))],
+        "loss": [StrOptions(set(STRUCTURED_LOSSES))],
         "projective": ["boolean"],
         "single_root": ["boolean"],
         "features": [StrOptions(set(_PRESETS)), ArcFeatures],
@@ -347,9 +320,10 @@ class SparseMAPParser(BaseEstimator):
                 f"the parser was fitted with preset={self.preset_!r}, "
                 f"n_features={self.n_features_}."
             )
-        return _Corpus(encoded), preset, n_features
+        treebank, lengths = stack_sentences(encoded)
+        return treebank, lengths, preset, n_features
 
-    def _targets(self, y, corpus):
+    def _targets(self, y, lengths, offsets):
         """Gold heads (stacked, -1 on root rows) and relation labels, checked."""
         if isinstance(y, (str, bytes)) or not hasattr(y, "__len__"):
             raise ValueError(
@@ -357,9 +331,9 @@ class SparseMAPParser(BaseEstimator):
                 f"one per sentence; got {type(y).__name__}."
             )
         y = list(y)
-        if len(y) != len(corpus):
+        if len(y) != len(lengths):
             raise ValueError(
-                f"X and y have different numbers of sentences: {len(corpus)} and {len(y)}."
+                f"X and y have different numbers of sentences: {len(lengths)} and {len(y)}."
             )
         if not y:
             raise ValueError("cannot fit a parser on zero sentences.")
@@ -372,7 +346,6 @@ class SparseMAPParser(BaseEstimator):
             )
         labelled = all(pairs)
         heads = [item[0] for item in y] if labelled else y
-        lengths = corpus.lengths
         flat = []
         for i, h in enumerate(heads):
             if isinstance(h, (str, bytes)) or not hasattr(h, "__len__"):
@@ -391,9 +364,9 @@ class SparseMAPParser(BaseEstimator):
             raise ValueError(
                 f"the gold heads of sentence {bad} are not a tree (word {word}): {message}."
             )
-        gold = np.full(corpus.offsets[-1], -1, dtype=np.int64)
-        word_rows = np.ones(corpus.offsets[-1], dtype=bool)
-        word_rows[corpus.offsets[:-1]] = False
+        gold = np.full(offsets[-1], -1, dtype=np.int64)
+        word_rows = np.ones(offsets[-1], dtype=bool)
+        word_rows[offsets[:-1]] = False
         gold[word_rows] = flat_heads
         labels = None
         if labelled:
@@ -436,43 +409,17 @@ class SparseMAPParser(BaseEstimator):
         self : SparseMAPParser
         """
         warm = self.warm_start and hasattr(self, "coef_")
-        corpus, preset, n_features = self._encode(X, fitted=False)
+        treebank, lengths, preset, n_features = self._encode(X, fitted=False)
         if warm and (preset, n_features) != (self.preset_, self.n_features_):
             raise ValueError(
                 "warm_start needs the features of the previous fit: got "
                 f"preset={preset!r}, n_features={n_features}, fitted with "
                 f"preset={self.preset_!r}, n_features={self.n_features_}."
             )
-        gold, word_rows, label_list = self._targets(y, corpus)
-        gold_labels = np.full(gold.shape[0], -1, dtype=np.int64)
-        if label_list is not None:
-            classes, codes = np.unique(np.asarray(label_list, dtype=object).astype(str),
-                                       return_inverse=True)
-            if warm and (self.classes_ is None or not np.array_equal(classes, self.classes_)):
-                raise ValueError("warm_start needs the relation labels of the previous fit.")
-            gold_labels[word_rows] = codes
-        else:
-            classes = None
-            if warm and self.classes_ is not None:
-                raise ValueError("warm_start needs the relation labels of the previous fit.")
-
+        gold, word_rows, label_list = self._targets(y, lengths, treebank.offsets)
+        classes, gold_labels = self._label_codes(label_list, word_rows, warm)
         rng = check_random_state(self.random_state)
-        n_sent = len(corpus)
-        if self.early_stopping:
-            n_val = int(np.ceil(self.validation_fraction * n_sent))
-            if n_val < 1 or n_val >= n_sent:
-                raise ValueError(
-                    f"early_stopping needs at least one training and one validation "
-                    f"sentence; validation_fraction={self.validation_fraction} of "
-                    f"{n_sent} sentences leaves {n_sent - n_val} for training."
-                )
-            perm = rng.permutation(n_sent)
-            val_ids = np.sort(perm[:n_val])
-            train_ids = np.sort(perm[n_val:])
-        else:
-            val_ids = None
-            train_ids = np.arange(n_sent)
-
+        train_ids, val_ids = self._validation_split(len(lengths), rng)
         # A projective parser cannot output a non-projective gold tree: train
         # it on the projective tree closest to it (arcs lifted), so that every
         # loss vanishes at its target. Validation scores use the real trees.
@@ -480,151 +427,86 @@ class SparseMAPParser(BaseEstimator):
         self.n_lifted_arcs_ = 0
         if self.projective:
             target = gold.copy()
-            self.n_lifted_arcs_ = int(fast.lift_to_projective(target, corpus.offsets))
-        keys, use_filter = self._fit_arc_filter(corpus, target, train_ids, warm)
-        kind = LOSS_KINDS[self.loss]
-        adagrad = kind != fast.PERCEPTRON
-        n_labels = 0 if classes is None else len(classes)
-        label_margin = 0.0 if kind == fast.PERCEPTRON else 1.0
-        decay_rate = self.learning_rate * self.alpha if adagrad else 0.0
-        mask = n_features - 1
-        preset_code = _PRESETS[preset]
-        projective = np.bool_(self.projective)
-        single_root = np.bool_(self.single_root)
-        max_as, tol_as, dep_as = _SPARSEMAP_OPTIONS
+            self.n_lifted_arcs_ = int(lift_to_projective(target, treebank.offsets))
+        treebank = treebank._replace(heads=target, labels=gold_labels)
+        self.preset_, self.n_features_, self.classes_ = preset, n_features, classes
+        keys = self._fit_arc_filter(treebank, train_ids, warm)
+        problem = ParsingProblem(treebank, lengths, gold, self._arc_model(keys),
+                                 self._training_options(rng), n_features, self._n_threads())
+        perceptron = LOSS_KINDS[self.loss] == PERCEPTRON
+        result = minimize_online(
+            problem, self.coef_.copy() if warm else np.zeros(n_features), train_ids,
+            method="perceptron" if perceptron else "adagrad",
+            learning_rate=self.learning_rate, l2=0.0 if perceptron else self.alpha,
+            batch_size=self.batch_size, max_epochs=self.max_iter, tol=self.tol,
+            n_iter_no_change=self.n_iter_no_change, validation_ids=val_ids, random_state=rng,
+            n_parts=_BATCH_PARTS, n_threads=self._n_threads(), callback=self._report,
+        )
+        n_train = train_ids.shape[0]
+        self.coef_ = result.coef
+        self.n_iter_, self.t_ = result.n_epochs, result.n_steps
+        self.loss_curve_ = [float(loss) for loss in result.loss_curve]
+        self.label_loss_curve_ = [float(stats[1] / n_train) for stats in result.stats
+                                  if classes is not None]
+        self.validation_scores_ = list(result.validation_scores)
+        self.best_validation_score_ = result.best_validation_score
+        self.n_sparsemap_not_converged_ = int(sum(stats[2] for stats in result.stats))
+        return self
 
+    def _label_codes(self, label_list, word_rows, warm):
+        """The relation labels learnt and the label index of every row (-1 on roots)."""
+        gold_labels = np.full(word_rows.shape[0], -1, dtype=np.int64)
+        classes = None
+        if label_list is not None:
+            classes, codes = np.unique(np.asarray(label_list, dtype=object).astype(str),
+                                       return_inverse=True)
+            gold_labels[word_rows] = codes
+        if warm and ((classes is None) != (self.classes_ is None) or (
+                classes is not None and not np.array_equal(classes, self.classes_))):
+            raise ValueError("warm_start needs the relation labels of the previous fit.")
+        return classes, gold_labels
+
+    def _validation_split(self, n_sent, rng):
+        """``(train_ids, val_ids)``; no validation sentences without early stopping."""
+        if not self.early_stopping:
+            return np.arange(n_sent), None
+        n_val = int(np.ceil(self.validation_fraction * n_sent))
+        if n_val < 1 or n_val >= n_sent:
+            raise ValueError(
+                f"early_stopping needs at least one training and one validation "
+                f"sentence; validation_fraction={self.validation_fraction} of "
+                f"{n_sent} sentences leaves {n_sent - n_val} for training."
+            )
+        perm = rng.permutation(n_sent)
+        return np.sort(perm[n_val:]), np.sort(perm[:n_val])
+
+    def _training_options(self, rng):
+        kind = LOSS_KINDS[self.loss]
         # Unbiased sparsification of small gradient entries: only the CRF and
         # SparseMAP gradients have any (the perceptron's and hinge's are 0 or
         # +-1, and stay exact whatever the threshold).
-        sparsify = kind not in (fast.PERCEPTRON, fast.HINGE) and self.min_arc_gradient > 0
-        min_gradient = float(self.min_arc_gradient) if sparsify else 0.0
-        seed = np.int64(rng.randint(np.iinfo(np.int32).max) if sparsify else 0)
+        sparsify = self.loss in ("crf", "sparsemap", "margin_sparsemap") and (
+            self.min_arc_gradient > 0)
+        return TrainingOptions(
+            kind=np.int64(kind), label_margin=0.0 if kind == PERCEPTRON else 1.0,
+            sparsemap=SPARSEMAP_OPTIONS,
+            min_gradient=float(self.min_arc_gradient) if sparsify else 0.0,
+            seed=np.int64(rng.randint(np.iinfo(np.int32).max) if sparsify else 0),
+        )
 
-        w = self.coef_.copy() if warm else np.zeros(n_features)
-        opt = fast.aligned_zeros((n_features, fast.OPT_COLUMNS))
-        grad = fast.aligned_zeros((n_features, 2 * _BATCH_PARTS))
-        touched = np.zeros((_BATCH_PARTS, n_features), dtype=np.int64)
-        n_touched = np.zeros(_BATCH_PARTS, dtype=np.int64)
+    def _report(self, info):
+        """Print one line per epoch when verbose."""
+        if not self.verbose:
+            return
+        message = f"epoch {info.epoch}: loss {info.loss:.5f}"
+        if self.classes_ is not None:
+            message += f", label loss {info.stats[1] / info.n_samples:.5f}"
+        if info.validation_score is not None:
+            message += f", validation UAS {info.validation_score:.4f}"
+        print(f"{message}, {info.elapsed:.1f} s", file=sys.stdout, flush=True)
 
-        self.preset_ = preset
-        self.n_features_ = n_features
-        self.classes_ = classes
-        self.loss_curve_ = []
-        self.label_loss_curve_ = []
-        self.validation_scores_ = []
-        self.best_validation_score_ = None
-        self.n_sparsemap_not_converged_ = 0
-        best_w = None
-        best_loss = np.inf
-        no_change = 0
-        step = 0
-        t0 = time.perf_counter()
-        n_threads = min(_BATCH_PARTS, self._n_threads())
-        pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
-        try:
-            for epoch in range(self.max_iter):
-                order = rng.permutation(train_ids)
-                part_of = np.empty(order.shape[0], dtype=np.int64)
-                fast.split_batches(order, corpus.lengths, self.batch_size, _BATCH_PARTS,
-                                   part_of)
-                total_loss = 0.0
-                total_label = 0.0
-                for b in range(0, order.shape[0], self.batch_size):
-                    batch = order[b:b + self.batch_size]
-                    batch_parts = part_of[b:b + self.batch_size]
-                    parts = [batch[batch_parts == p] for p in range(_BATCH_PARTS)]
-                    step += 1
-                    stamp = np.int64(step)
-
-                    def run(p, parts=parts, stamp=stamp):
-                        ids = parts[p]
-                        losses = np.zeros(ids.shape[0])
-                        label_losses = np.zeros(ids.shape[0])
-                        nt, nc = fast.train_part(
-                            np.int64(kind), projective, single_root, np.int64(preset_code),
-                            np.int64(mask), corpus.tokens, corpus.offsets, target,
-                            gold_labels, np.int64(n_labels), label_margin, ids, w, keys,
-                            use_filter, np.int64(max_as), tol_as, dep_as,
-                            min_gradient, seed, grad, np.int64(p), touched[p],
-                            stamp, losses, label_losses,
-                        )
-                        n_touched[p] = nt
-                        return losses.sum(), label_losses.sum(), nc
-
-                    if pool is None:
-                        results = [run(p) for p in range(_BATCH_PARTS)]
-                    else:
-                        results = list(pool.map(run, range(_BATCH_PARTS)))
-                    for loss_sum, label_sum, nc in results:
-                        total_loss += loss_sum
-                        total_label += label_sum
-                        self.n_sparsemap_not_converged_ += nc
-                    scale = 1.0 / batch.shape[0] if adagrad else 1.0
-
-                    def update(share, step=step, scale=scale):
-                        fast.apply_update_share(
-                            grad, touched, n_touched, np.int64(step), scale, w, opt,
-                            np.bool_(adagrad), float(self.learning_rate),
-                            decay_rate, _ADAGRAD_EPS, np.int64(share), np.int64(n_threads),
-                        )
-
-                    # Coordinates split by residue between the threads: the
-                    # same operations on each coordinate, so the same result.
-                    if pool is None:
-                        update(0)
-                    else:
-                        list(pool.map(update, range(n_threads)))
-
-                def flush(share, step=step):
-                    fast.flush_updates_share(np.int64(step), w, opt, decay_rate, _ADAGRAD_EPS,
-                                             np.int64(share), np.int64(n_threads))
-
-                if pool is None:
-                    flush(0)
-                else:
-                    list(pool.map(flush, range(n_threads)))
-                self.coef_ = opt[:, fast.W_SUM] / step
-                self.t_ = step
-                self.n_iter_ = epoch + 1
-                mean_loss = total_loss / train_ids.shape[0]
-                self.loss_curve_.append(mean_loss)
-                if n_labels:
-                    self.label_loss_curve_.append(total_label / train_ids.shape[0])
-                message = f"epoch {epoch + 1}: loss {mean_loss:.5f}"
-                if n_labels:
-                    message += f", label loss {self.label_loss_curve_[-1]:.5f}"
-                if val_ids is not None:
-                    val_heads = self._decode(corpus, val_ids, pool)[0]
-                    true = [gold[corpus.offsets[s] + 1:corpus.offsets[s + 1]]
-                            for s in val_ids]
-                    score = uas_score(true, val_heads)
-                    self.validation_scores_.append(score)
-                    message += f", validation UAS {score:.4f}"
-                    improved = self.tol is None or score > (
-                        -np.inf if self.best_validation_score_ is None
-                        else self.best_validation_score_ + self.tol)
-                    if (self.best_validation_score_ is None
-                            or score > self.best_validation_score_):
-                        self.best_validation_score_ = score
-                        best_w = self.coef_
-                else:
-                    improved = self.tol is None or mean_loss < best_loss - self.tol
-                    best_loss = min(best_loss, mean_loss)
-                if self.verbose:
-                    elapsed = time.perf_counter() - t0
-                    print(f"{message}, {elapsed:.1f} s", file=sys.stdout, flush=True)
-                no_change = 0 if improved else no_change + 1
-                if self.tol is not None and no_change >= self.n_iter_no_change:
-                    break
-        finally:
-            if pool is not None:
-                pool.shutdown()
-        if best_w is not None:
-            self.coef_ = best_w
-        return self
-
-    def _fit_arc_filter(self, corpus, target, train_ids, warm):
-        """Sorted keys of the training arcs (``arc_filter="tags"``) and whether to filter.
+    def _fit_arc_filter(self, treebank, train_ids, warm):
+        """Sorted keys of the training arcs kept by ``arc_filter="tags"`` (or None).
 
         With ``warm``, the arcs kept by the previous fit stay candidates.
         """
@@ -632,59 +514,37 @@ class SparseMAPParser(BaseEstimator):
         self.arc_filter_keys_ = None
         self.arc_filter_kept_ = None
         if self.arc_filter is None:
-            return np.zeros(0, dtype=np.int64), np.bool_(False)
-        keys = fast.gold_arc_keys(corpus.tokens, corpus.offsets, target,
-                                  np.ascontiguousarray(train_ids, dtype=np.int64))
+            return None
+        train_ids = np.ascontiguousarray(train_ids, dtype=np.int64)
+        keys = _arc_filter_fast.gold_arc_keys(treebank.tokens, treebank.offsets,
+                                              treebank.heads, train_ids)
         if previous is not None:
             keys = np.concatenate([keys, previous])
         keys = np.unique(keys)
-        total, kept = fast.count_allowed_arcs(
-            corpus.tokens, corpus.offsets, np.ascontiguousarray(train_ids, dtype=np.int64), keys)
+        total, kept = _arc_filter_fast.count_allowed_arcs(treebank.tokens, treebank.offsets,
+                                                          train_ids, keys)
         self.arc_filter_keys_ = keys
         self.arc_filter_kept_ = kept / total if total else 1.0
-        return keys, np.bool_(True)
+        return keys
 
-    def _arc_filter_args(self):
-        keys = getattr(self, "arc_filter_keys_", None)
-        if keys is None:
-            return np.zeros(0, dtype=np.int64), np.bool_(False)
-        return keys, np.bool_(True)
+    def _arc_model(self, keys):
+        """The kernels' view of the fitted model (``keys``: the arc filter's, or None)."""
+        n_labels = 0 if self.classes_ is None else len(self.classes_)
+        root_label = -1
+        if n_labels and "root" in self.classes_:
+            root_label = int(np.flatnonzero(self.classes_ == "root")[0])
+        return ArcModel(
+            preset=np.int64(_PRESETS[self.preset_]), mask=np.int64(self.n_features_ - 1),
+            n_labels=np.int64(n_labels), root_label=np.int64(root_label),
+            keys=np.zeros(0, dtype=np.int64) if keys is None else keys,
+            use_filter=np.bool_(keys is not None), projective=np.bool_(self.projective),
+            single_root=np.bool_(self.single_root),
+        )
 
     def _n_threads(self):
         return effective_n_jobs(self.n_jobs) if self.n_jobs is not None else 1
 
     # --- prediction ---------------------------------------------------------
-
-    def _decode(self, corpus, ids, pool):
-        """MAP heads (and label indices) of the sentences ``ids``."""
-        heads = np.zeros(corpus.offsets[-1], dtype=np.int64)
-        labels = np.zeros(corpus.offsets[-1], dtype=np.int64)
-        n_labels = 0 if self.classes_ is None else len(self.classes_)
-        root_label = -1
-        if n_labels and "root" in self.classes_:
-            root_label = int(np.flatnonzero(self.classes_ == "root")[0])
-        keys, use_filter = self._arc_filter_args()
-        chunks = [np.ascontiguousarray(ids[i:i + _PREDICT_CHUNK])
-                  for i in range(0, ids.shape[0], _PREDICT_CHUNK)]
-
-        def run(chunk):
-            return fast.decode_part(
-                np.bool_(self.projective), np.bool_(self.single_root),
-                np.int64(_PRESETS[self.preset_]), np.int64(self.n_features_ - 1),
-                corpus.tokens, corpus.offsets, np.int64(n_labels), np.int64(root_label),
-                chunk, self.coef_, keys, use_filter, heads, labels,
-            )
-
-        results = [run(c) for c in chunks] if pool is None else list(pool.map(run, chunks))
-        for bad in results:
-            if bad >= 0:  # only with non-finite weights
-                raise ValueError(f"no tree has a finite score for sentence {bad}.")
-        out_heads = [heads[corpus.offsets[s] + 1:corpus.offsets[s + 1]].copy() for s in ids]
-        out_labels = None
-        if n_labels:
-            out_labels = [self.classes_[labels[corpus.offsets[s] + 1:corpus.offsets[s + 1]]]
-                          .tolist() for s in ids]
-        return out_heads, out_labels
 
     def predict(self, X, return_deprel=False):
         """Parse sentences.
@@ -711,29 +571,15 @@ class SparseMAPParser(BaseEstimator):
                 "return_deprel=True needs a parser fitted with relation labels: "
                 "fit it with y as (heads, deprels) pairs."
             )
-        corpus, _, _ = self._encode(X, fitted=True)
-        n_threads = self._n_threads()
-        pool = ThreadPoolExecutor(n_threads) if n_threads > 1 and len(corpus) > 1 else None
-        try:
-            heads, labels = self._decode(corpus, np.arange(len(corpus)), pool)
-        finally:
-            if pool is not None:
-                pool.shutdown()
+        treebank, lengths, _, _ = self._encode(X, fitted=True)
+        model = self._arc_model(getattr(self, "arc_filter_keys_", None))
+        heads, labels = decode(treebank, model, self.coef_, np.arange(len(lengths)),
+                               self._n_threads())
+        if labels is not None:
+            labels = [self.classes_[codes].tolist() for codes in labels]
         if return_deprel:
             return heads, labels
         return heads
-
-    def _sentence_scores(self, corpus, s):
-        n = int(corpus.lengths[s])
-        S = np.empty((n + 1, n + 1))
-        HS, MS, aux, buf = fast.new_states(np.int64(n))
-        keys, use_filter = self._arc_filter_args()
-        fast.sentence_scores(
-            corpus.tokens, np.int64(corpus.offsets[s]), np.int64(n), self.coef_,
-            np.int64(_PRESETS[self.preset_]), np.int64(self.n_features_ - 1), keys, use_filter,
-            S, HS, MS, aux, buf, np.empty_like(buf),
-        )
-        return S
 
     def decision_function(self, X):
         """Arc scores of every sentence.
@@ -751,8 +597,10 @@ class SparseMAPParser(BaseEstimator):
             :class:`~sksparse_struct.structures.DependencyTree` takes them.
         """
         check_is_fitted(self, "coef_")
-        corpus, _, _ = self._encode(X, fitted=True)
-        return [self._sentence_scores(corpus, s) for s in range(len(corpus))]
+        treebank, lengths, _, _ = self._encode(X, fitted=True)
+        model = self._arc_model(getattr(self, "arc_filter_keys_", None))
+        return [score_sentence(treebank, model, np.int64(s), self.coef_)
+                for s in range(len(lengths))]
 
     def _structure(self):
         return DependencyTree(projective=bool(self.projective),
@@ -786,8 +634,8 @@ class SparseMAPParser(BaseEstimator):
         return out
 
     def _sparsemap(self, structure, S):
-        max_as, tol_as, _ = _SPARSEMAP_OPTIONS
-        return sparsemap(structure, S, max_iter=max_as, tol=tol_as)
+        return sparsemap(structure, S, max_iter=SPARSEMAP_OPTIONS.max_iter,
+                         tol=SPARSEMAP_OPTIONS.tol)
 
     def predict_sparse(self, X):
         """The SparseMAP distribution over trees of every sentence.

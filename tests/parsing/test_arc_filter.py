@@ -158,12 +158,12 @@ def test_warm_start_keeps_the_previous_arcs():
 
 
 def _pushed_gradient(kind, min_gradient, seed=3, key=0, step=1):
-    from .test_parser_losses import _encoded_problem, _train_part
+    from .test_train_part import _encoded_problem, _train_part
 
-    corpus, gold, labels = _encoded_problem(seed, 2**10, 0)
+    treebank, encoded = _encoded_problem(seed, 2**10, 0)
     w = 0.3 * np.random.default_rng(seed).normal(size=2**10)
-    result = _train_part(kind, False, corpus, gold, labels, 0, w, min_gradient, key, step)
-    return result, corpus, gold, w
+    result = _train_part(kind, False, treebank, 0, w, min_gradient, key, step)
+    return result, (treebank, encoded), treebank.heads, w
 
 
 @pytest.mark.parametrize("kind", ["perceptron", "hinge"])
@@ -190,10 +190,11 @@ def _crf_arc_gradients(corpus, gold, w):
     from the public DependencyTree marginals and ArcFeatures' public indices."""
     from sksparse_struct.structures import DependencyTree
 
+    treebank, encoded = corpus
     indices = ArcFeatures(n_features=2**10).arc_feature_indices
     out = []
-    for s, sentence in enumerate(corpus.encoded):
-        n = corpus.lengths[s]
+    for s, sentence in enumerate(encoded):
+        n = len(sentence)
         arcs = {(h, m): indices(sentence, h, m)
                 for h in range(n + 1) for m in range(1, n + 1) if h != m}
         S = np.full((n + 1, n + 1), -np.inf)
@@ -201,7 +202,7 @@ def _crf_arc_gradients(corpus, gold, w):
             S[h, m] = w[idx].sum()
         mu = DependencyTree(projective=False, single_root=True).marginals(S)[0]
         for m in range(1, n + 1):
-            mu[gold[corpus.offsets[s] + m], m] -= 1.0
+            mu[gold[treebank.offsets[s] + m], m] -= 1.0
         out.append((mu, arcs))
     return out
 
@@ -209,7 +210,7 @@ def _crf_arc_gradients(corpus, gold, w):
 def test_min_gradient_keeps_large_crf_entries_and_rounds_small_ones():
     # Entries above the threshold are pushed exactly; each smaller one is
     # pushed as +-threshold or not at all, as the keyed draw decides.
-    from sksparse_struct.parsing._parser_fast import arc_uniform
+    from sksparse_struct.parsing._scoring_fast import arc_uniform
 
     threshold = 0.05
     (loss, g, _), corpus, gold, w = _pushed_gradient("crf", threshold, key=11, step=4)
@@ -219,7 +220,7 @@ def test_min_gradient_keeps_large_crf_entries_and_rounds_small_ones():
     exact = np.zeros_like(w)
     kept = dropped = 0
     for s, (mu, arcs) in enumerate(_crf_arc_gradients(corpus, gold, w)):
-        n = corpus.lengths[s]
+        n = len(corpus[1][s])
         for (h, m), idx in arcs.items():
             v = mu[h, m]
             np.add.at(exact, idx, v)
@@ -239,7 +240,7 @@ def test_min_gradient_keeps_large_crf_entries_and_rounds_small_ones():
 def test_sparsified_entries_are_unbiased():
     # Each small entry is +-threshold with probability |entry| / threshold
     # (over the keys), so its expectation is the entry; others pass as they are.
-    from sksparse_struct.parsing._parser_fast import sparsified
+    from sksparse_struct.parsing._scoring_fast import sparsified
 
     tau = 0.1
     keys = [(s, a) for s in range(100) for a in range(200)]
@@ -255,7 +256,7 @@ def test_sparsified_entries_are_unbiased():
 def test_arc_uniform_is_uniform():
     from scipy.stats import kstest
 
-    from sksparse_struct.parsing._parser_fast import arc_uniform
+    from sksparse_struct.parsing._scoring_fast import arc_uniform
 
     u = np.array([arc_uniform(5, step, s, a)
                   for step in (1, 2) for s in range(50) for a in range(100)])

@@ -602,7 +602,7 @@ def _ancestors(heads, m):
 def test_lifting_makes_every_tree_projective(single_root):
     import itertools
 
-    from sksparse_struct.parsing import _parser_fast as fast
+    from sksparse_struct.structures._tree_fast import lift_to_projective
 
     n = 5
     trees = [list(h) for h in itertools.product(range(n + 1), repeat=n)
@@ -610,7 +610,7 @@ def test_lifting_makes_every_tree_projective(single_root):
     assert len(trees) == (n ** (n - 1) if single_root else (n + 1) ** (n - 1))
     stacked = np.array([x for h in trees for x in [-1] + h], dtype=np.int64)
     offsets = np.arange(len(trees) + 1, dtype=np.int64) * (n + 1)
-    lifts = fast.lift_to_projective(stacked, offsets)
+    lifts = lift_to_projective(stacked, offsets)
     total = 0
     for i, original in enumerate(trees):
         lifted = stacked[offsets[i] + 1:offsets[i + 1]].tolist()
@@ -640,34 +640,3 @@ def test_projective_parser_trains_on_lifted_trees():
     assert is_projective(predicted) and predicted == [2, 0, 2]
     assert parser.score(X, y) == pytest.approx(2 / 3)
     assert small_parser(max_iter=1).fit(X, y).n_lifted_arcs_ == 0
-
-
-def _lpt_reference(ids, lengths, n_parts):
-    # The LPT rule written plainly: longest first, to the least loaded part.
-    cost = (lengths[ids] + 1.0) ** 2
-    load = [0.0] * n_parts
-    part_of = [None] * len(ids)
-    for i in sorted(range(len(ids)), key=lambda i: -cost[i]):
-        p = load.index(min(load))
-        part_of[i] = p
-        load[p] += cost[i]
-    return part_of
-
-
-@pytest.mark.parametrize("batch_size, n_parts", [(16, 2), (7, 2), (5, 3), (1, 2)])
-def test_batch_parts_are_balanced_and_follow_the_lpt_rule(batch_size, n_parts):
-    from sksparse_struct.parsing import _parser_fast as fast
-
-    rng = np.random.default_rng(0)
-    lengths = rng.integers(1, 80, size=500)
-    lengths[:40] = 10  # ties
-    order = rng.permutation(500)
-    part_of = np.empty(500, dtype=np.int64)
-    fast.split_batches(order, lengths, batch_size, n_parts, part_of)
-    for b in range(0, 500, batch_size):
-        ids, parts = order[b:b + batch_size], part_of[b:b + batch_size]
-        assert parts.tolist() == _lpt_reference(ids, lengths, n_parts)
-        # LPT's guarantee: the heaviest part exceeds the mean by at most one
-        # sentence's cost.
-        cost = [((lengths[ids[parts == p]] + 1.0) ** 2).sum() for p in range(n_parts)]
-        assert max(cost) - sum(cost) / n_parts <= ((lengths[ids] + 1.0) ** 2).max() + 1e-9

@@ -9,8 +9,8 @@ from numba.core.errors import TypingError
 
 from sksparse_struct.feature_extraction import ArcFeatures
 from sksparse_struct.feature_extraction import _arc_features_fast as af
-from sksparse_struct.parsing import _parser_fast as fast
-from sksparse_struct.parsing._parser import _Corpus
+from sksparse_struct.parsing import _arc_filter_fast, _scoring_fast
+from sksparse_struct.parsing._problem import stack_sentences
 from sksparse_struct.utils._prefetch_fast import prefetch
 
 
@@ -32,23 +32,23 @@ def test_sentence_scores_are_the_plain_sums(preset, use_filter):
     rng = np.random.default_rng(1)
     n_features = 2**12
     encoded = ArcFeatures(preset=preset, n_features=n_features).fit_transform(_sentences(rng))
-    corpus = _Corpus(encoded)
+    corpus, lengths = stack_sentences(encoded)
     tokens, mask = corpus.tokens, np.int64(n_features - 1)
     w = rng.standard_normal(n_features)
     code = np.int64(af.RICH if preset == "rich" else af.MST)
-    for s in range(len(corpus)):
-        start, n = np.int64(corpus.offsets[s]), np.int64(corpus.lengths[s])
+    for s in range(len(lengths)):
+        start, n = np.int64(corpus.offsets[s]), np.int64(lengths[s])
         arcs = [(h, m) for h in range(n + 1) for m in range(1, n + 1) if h != m]
-        all_keys = np.unique([fast.arc_filter_key(tokens, start, h, m) for h, m in arcs])
+        all_keys = np.unique([_arc_filter_fast.arc_filter_key(tokens, start, h, m) for h, m in arcs])
         keys = np.sort(rng.choice(all_keys, size=(all_keys.shape[0] + 1) // 2, replace=False))
-        HS, MS, aux, buf = fast.new_states(n)
+        HS, MS, aux, buf = af.new_states(n)
         S = np.empty((n + 1, n + 1))
-        fast.sentence_scores(tokens, start, n, w, code, mask, keys, use_filter, S, HS, MS, aux,
-                             buf, np.empty_like(buf))
+        _scoring_fast.sentence_scores(tokens, start, n, w, code, mask, keys, use_filter, S, HS,
+                                      MS, aux, buf, np.empty_like(buf))
         expected = np.full((n + 1, n + 1), -np.inf)
         out = np.empty(af.max_arc_features(n), dtype=np.int64)
         for h, m in arcs:
-            if not fast.arc_allowed(tokens, start, h, m, keys, use_filter):
+            if not _arc_filter_fast.arc_allowed(tokens, start, h, m, keys, use_filter):
                 continue
             k = af.arc_features(tokens, start, n, h, m, code, mask, out)
             total = 0.0
@@ -102,17 +102,17 @@ def test_label_scores_are_the_plain_sums(n_labels, n_features):
     # last group of labels, and a weight vector smaller than one block.
     rng = np.random.default_rng(2)
     encoded = ArcFeatures(n_features=n_features).fit_transform(_sentences(rng))
-    corpus = _Corpus(encoded)
+    corpus, lengths = stack_sentences(encoded)
     tokens, mask = corpus.tokens, np.int64(n_features - 1)
     shift = af.index_shift(mask)
     w = rng.standard_normal(n_features)
-    fbuf, bases, out = fast.label_work(n_labels)
+    fbuf, bases, out = _scoring_fast.label_work(n_labels)
     features = np.empty(af.LABEL_FEATURES, dtype=np.int64)
-    for s in range(len(corpus)):
-        start, n = np.int64(corpus.offsets[s]), np.int64(corpus.lengths[s])
+    for s in range(len(lengths)):
+        start, n = np.int64(corpus.offsets[s]), np.int64(lengths[s])
         for h, m in [(h, m) for h in range(n + 1) for m in range(1, n + 1) if h != m]:
-            k = fast.label_scores(tokens, start, n, h, m, w, np.int64(n_labels), shift, mask,
-                                  fbuf, bases, out)
+            k = _scoring_fast.label_scores(tokens, start, n, h, m, w, np.int64(n_labels), shift,
+                                           mask, fbuf, bases, out)
             assert k == af.label_features(tokens, start, n, h, m, mask, features)
             expected = np.zeros(n_labels)
             for lab in range(n_labels):

@@ -1,6 +1,6 @@
-"""The parser's loss kernel against brute-force enumeration of trees.
+"""The compiled tree loss kernel against brute-force enumeration of trees.
 
-``sentence_loss`` takes the arc scores of one sentence and returns the loss
+``losses._tree_fast.tree_loss`` takes the arc scores of one sentence and returns the loss
 and its gradient with respect to the arc scores; everything here is checked
 on tiny sentences (1 to 4 words) against references that enumerate every
 (projective) tree with ``itertools.product``: log-sum-exp and marginals for
@@ -18,18 +18,14 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp
 
 from sksparse_struct.inference import sparsemap
-from sksparse_struct.parsing import _parser_fast as fast
+from sksparse_struct.losses._kinds_fast import LOSS_KINDS as KINDS
+from sksparse_struct.losses._kinds_fast import SparseMAPOptions
+from sksparse_struct.losses._tree_fast import tree_loss
 from sksparse_struct.structures import DependencyTree
 
-KINDS = {
-    "crf": fast.CRF,
-    "hinge": fast.HINGE,
-    "perceptron": fast.PERCEPTRON,
-    "sparsemap": fast.SPARSEMAP,
-    "margin_sparsemap": fast.MARGIN_SPARSEMAP,
-}
 # Tight active-set tolerance so finite differences of the loss are exact enough.
 MAX_ITER, TOL, DEP_TOL = 200, 1e-12, 1e-12
+OPTIONS = SparseMAPOptions(MAX_ITER, TOL, DEP_TOL)
 
 
 # --- references ----------------------------------------------------------------
@@ -173,16 +169,15 @@ def random_scores(rng, n, scale=2.0):
 
 
 def kernel(kind, S, gold, projective, single_root, return_scores=False):
-    """``sentence_loss`` on a copy of ``S``: loss and gradient (and the copy after the call)."""
+    """``tree_loss`` on a copy of ``S``: loss and gradient (and the copy after the call)."""
     n = S.shape[0] - 1
     S_in = S.copy()
     D = np.full_like(S, np.nan)
-    heads = np.empty((1, n + 1), dtype=np.int64)
+    heads = np.empty(n + 1, dtype=np.int64)
     work = np.empty_like(S)
-    loss, converged = fast.sentence_loss(
+    loss, converged = tree_loss(
         np.int64(KINDS[kind]), S_in, np.ascontiguousarray(gold, dtype=np.int64), np.int64(n),
-        np.bool_(projective), np.bool_(single_root), np.int64(MAX_ITER), TOL, DEP_TOL, D,
-        heads, work,
+        np.bool_(projective), np.bool_(single_root), OPTIONS, D, heads, work,
     )
     assert converged
     if return_scores:
@@ -325,140 +320,3 @@ def test_sparsemap_losses_are_sparse_and_bounded_by_hinge():
         assert 0.0 <= sm <= msm + 1e-12
         assert sm <= perc + 0.5 * n + 1e-12
         assert msm <= hinge + 0.5 * n + 1e-12
-
-
-# --- through the features ----------------------------------------------------
-
-
-def _encoded_problem(seed, n_features, n_labels):
-    from sksparse_struct.feature_extraction import ArcFeatures
-    from sksparse_struct.parsing._parser import _Corpus
-
-    rng = np.random.default_rng(seed)
-    tags = ["NOUN", "VERB", "DET", "ADJ", "PUNCT", "CCONJ"]
-    X, heads = [], []
-    for n in (1, 3, 5, 7, 12):
-        X.append([{"form": f"w{rng.integers(5)}", "upos": tags[rng.integers(len(tags))]}
-                  for _ in range(n)])
-        trees = all_trees(min(n, 4), False, True)
-        h = trees[rng.integers(len(trees))][1:].tolist()
-        heads.append(h + list(range(len(h), n)))  # a chain after the first words
-    encoded = ArcFeatures(n_features=n_features).fit_transform(X)
-    corpus = _Corpus(encoded)
-    corpus.encoded = encoded  # for references built on the public API
-    gold = np.full(corpus.offsets[-1], -1, dtype=np.int64)
-    labels = np.full(corpus.offsets[-1], -1, dtype=np.int64)
-    for s, h in enumerate(heads):
-        rows = slice(corpus.offsets[s] + 1, corpus.offsets[s + 1])
-        gold[rows] = h
-        if n_labels:
-            labels[rows] = rng.integers(n_labels, size=len(h))
-    return corpus, gold, labels
-
-
-def _train_part(kind, projective, corpus, gold, labels, n_labels, w, min_gradient=0.0,
-                seed=0, step=1):
-    from sksparse_struct.feature_extraction._arc_features import _PRESETS
-
-    nf = w.shape[0]
-    grad = fast.aligned_zeros((nf, 2))
-    touched = np.zeros(nf, dtype=np.int64)
-    ids = np.arange(len(corpus), dtype=np.int64)
-    losses = np.zeros(len(corpus))
-    label_losses = np.zeros(len(corpus))
-    n_touched, not_converged = fast.train_part(
-        np.int64(KINDS[kind]), np.bool_(projective), np.bool_(True),
-        np.int64(_PRESETS["rich"]), np.int64(nf - 1), corpus.tokens, corpus.offsets, gold,
-        labels, np.int64(n_labels), 1.0, ids, w, np.zeros(0, dtype=np.int64), np.bool_(False),
-        np.int64(MAX_ITER), TOL, DEP_TOL, min_gradient, np.int64(seed), grad, np.int64(0),
-        touched, np.int64(step), losses, label_losses,
-    )
-    assert not_converged == 0
-    # The stamps mark exactly the listed coordinates.
-    np.testing.assert_array_equal(np.flatnonzero(grad[:, 1] == step), np.sort(touched[:n_touched]))
-    return losses.sum() + label_losses.sum(), grad[:, 0].copy(), touched[:n_touched]
-
-
-@pytest.mark.parametrize("kind", list(KINDS))
-@pytest.mark.parametrize("projective", [False, True])
-@pytest.mark.parametrize("n_labels", [0, 3])
-def test_feature_gradient_matches_directional_finite_differences(kind, projective, n_labels):
-    # The whole chain: hashed features -> arc scores -> loss -> gradient
-    # pushed back through the features (with hash collisions: 2**10 weights).
-    corpus, gold, labels = _encoded_problem(4, 2**10, n_labels)
-    rng = np.random.default_rng(5)
-    w = 0.1 * rng.normal(size=2**10)
-    loss, g, touched = _train_part(kind, projective, corpus, gold, labels, n_labels, w)
-    assert loss > 0
-    assert set(np.flatnonzero(g)) <= set(touched.tolist())
-    assert len(set(touched.tolist())) == len(touched)
-    eps = 1e-6
-    for _ in range(3):
-        v = rng.normal(size=w.shape[0])
-        plus = _train_part(kind, projective, corpus, gold, labels, n_labels, w + eps * v)[0]
-        minus = _train_part(kind, projective, corpus, gold, labels, n_labels, w - eps * v)[0]
-        assert g @ v == pytest.approx((plus - minus) / (2 * eps), rel=1e-5, abs=1e-6)
-
-
-# --- the optimizer's updates ----------------------------------------------------
-
-
-def _dense_updates(grads, n_features, adagrad, learning_rate, decay_rate, eps):
-    """AdaGrad (or perceptron) with L2, every coordinate updated at every step."""
-    w = np.zeros(n_features)
-    w_sum = np.zeros(n_features)
-    acc = np.zeros(n_features)
-    for G, touched in grads:
-        for i in range(n_features):
-            if i in touched:
-                if adagrad:
-                    acc[i] += G[i] ** 2
-                    denom = np.sqrt(acc[i] + eps)
-                    w[i] = w[i] * max(0.0, 1.0 - decay_rate / denom) - learning_rate * G[i] / denom
-                else:
-                    w[i] -= G[i]
-            elif decay_rate > 0:
-                w[i] *= max(0.0, 1.0 - decay_rate / np.sqrt(acc[i] + eps))
-        w_sum += w
-    return w, w_sum
-
-
-@pytest.mark.parametrize("adagrad, alpha", [(True, 0.0), (True, 0.3), (False, 0.0)])
-def test_lazy_updates_match_dense_updates(adagrad, alpha):
-    rng = np.random.default_rng(0)
-    nf, P, n_steps, scale, lr, eps = 12, 2, 25, 0.25, 0.5, 1e-8
-    decay = lr * alpha
-    w = np.zeros(nf)
-    opt = fast.aligned_zeros((nf, fast.OPT_COLUMNS))
-    grad = fast.aligned_zeros((nf, 2 * P))
-    touched = np.zeros((P, nf), dtype=np.int64)
-    n_touched = np.zeros(P, dtype=np.int64)
-    history = []
-    for step in range(1, n_steps + 1):
-        total = np.zeros(nf)
-        union = set()
-        for p in range(P):
-            idx = rng.choice(nf, size=rng.integers(0, 5), replace=False)
-            grad[idx, 2 * p] = rng.normal(size=idx.shape[0])
-            grad[idx, 2 * p + 1] = step
-            touched[p, :idx.shape[0]] = idx
-            n_touched[p] = idx.shape[0]
-            total[idx] += grad[idx, 2 * p]
-            union |= set(idx.tolist())
-        history.append((total * scale, union))
-        fast.apply_update(grad, touched, n_touched, np.int64(step), scale, w, opt,
-                          np.bool_(adagrad), lr, decay, eps)
-        np.testing.assert_array_equal(grad[:, 0::2], 0.0)  # buffers handed back clean
-    fast.flush_updates(np.int64(n_steps), w, opt, decay, eps)
-    ref_w, ref_sum = _dense_updates(history, nf, adagrad, lr, decay, eps)
-    np.testing.assert_allclose(w, ref_w, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(opt[:, fast.W_SUM], ref_sum, rtol=1e-12, atol=1e-14)
-    np.testing.assert_array_equal(opt[:, fast.LAST], n_steps)
-
-
-@pytest.mark.parametrize("shape", [(5, 4), (1000, 4), (3, 2), (7,)])
-def test_aligned_zeros_start_on_a_cache_line(shape):
-    a = fast.aligned_zeros(shape)
-    assert a.shape == shape and a.dtype == np.float64
-    assert a.ctypes.data % 64 == 0
-    assert a.flags.c_contiguous and not a.any()

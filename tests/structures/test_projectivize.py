@@ -4,7 +4,7 @@ import itertools
 
 import numpy as np
 
-from sksparse_struct.parsing._parser_fast import lift_to_projective
+from sksparse_struct.structures._tree_fast import lift_to_projective
 
 
 def _is_tree(heads):

@@ -1,0 +1,327 @@
+"""Online learners: mini-batch AdaGrad and the averaged perceptron, on sparse gradients.
+
+A learner sees a *problem*, never a model, a loss or data. An online
+problem is any object with:
+
+``n_params``
+    The number of weights.
+``sample_costs()``
+    A float array, one entry per sample: how long a sample's gradient takes
+    to compute (e.g. its number of tokens). Each mini-batch is shared out
+    into a fixed number of parts of about equal cost.
+``batch_gradient(w, sample_ids, gradient, part, step)``
+    Adds the gradient of ``sum_{i in sample_ids} loss_i(w)`` to part
+    ``part`` of ``gradient`` (a :class:`SparseGradient`; compiled gradient
+    kernels write it with ``learners._online_fast.push``), sets
+    ``gradient.n_touched[part]``, and returns a 1-D float array of
+    statistics summed over the samples, whose first entry is the sum of
+    the losses (the others are the problem's own: a second loss, a count of
+    solver failures, ...). Called for the parts of a batch at the same
+    time from several threads: it must only write its own part.
+``score(w, sample_ids)``
+    Only needed for early stopping on held-out samples: a quality measure
+    of ``w`` on them (higher is better).
+
+:func:`minimize_online` runs the epochs: it shuffles the samples, cuts each
+mini-batch into parts, asks the problem for the parts' gradients (on
+threads), and updates the weights the batch touched, AdaGrad's way or the
+perceptron's (:class:`~sksparse_struct.learners._online_fast.UpdateRule`).
+Weights it does not touch are brought up to date lazily, in closed form,
+when they are next touched or at the end of an epoch, so a step costs time
+in proportion to the coordinates it touches, not to ``n_params``. The parts
+of a batch and their order of summation depend on the samples only, so the
+result is the same for every ``n_jobs``.
+"""
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from ._online_fast import (
+    OPT_COLUMNS,
+    W_SUM,
+    SparseGradient,
+    UpdateRule,
+    aligned_zeros,
+    apply_update_share,
+    flush_updates_share,
+    split_batches,
+)
+
+__all__ = ["OnlineEpoch", "OnlineResult", "SparseGradient", "minimize_online"]
+
+_METHODS = ("adagrad", "perceptron")
+# AdaGrad's denominator is sqrt(accumulated squared gradients + _EPS).
+_EPS = 1e-8
+# Below this many touched coordinates, one thread updates them all (handing
+# the work to a thread pool costs more than it saves).
+_THREADED_UPDATE = 4096
+
+
+def _serial(func, items):
+    return [func(x) for x in items]
+
+
+class OnlineEpoch(NamedTuple):
+    """Progress report passed to the ``callback`` of :func:`minimize_online`.
+
+    Attributes
+    ----------
+    epoch : int
+        1 after the first epoch.
+    stats : ndarray
+        The problem's statistics summed over the epoch's samples (first:
+        the sum of the losses, computed at the weights of each step).
+    n_samples : int
+        Samples per epoch.
+    validation_score : float or None
+        Score of the epoch's weights on the held-out samples.
+    n_steps : int
+        Updates made so far.
+    elapsed : float
+        Seconds since the start.
+    """
+
+    epoch: int
+    stats: np.ndarray
+    n_samples: int
+    validation_score: float | None
+    n_steps: int
+    elapsed: float
+
+    @property
+    def loss(self):
+        """Mean training loss of the epoch."""
+        return self.stats[0] / self.n_samples
+
+
+class OnlineResult(NamedTuple):
+    """Outcome of :func:`minimize_online`.
+
+    Attributes
+    ----------
+    coef : ndarray of shape (n_params,)
+        The weights: averaged over all steps (``average=True``) or the last
+        ones; with held-out samples, those of the best epoch.
+    n_epochs : int
+        Epochs run.
+    n_steps : int
+        Updates made.
+    loss_curve : list of float
+        Mean training loss of each epoch.
+    stats : list of ndarray
+        The problem's statistics summed over each epoch.
+    validation_scores : list of float
+        Score on the held-out samples after each epoch (empty without).
+    best_validation_score : float or None
+        The best of them.
+    """
+
+    coef: np.ndarray
+    n_epochs: int
+    n_steps: int
+    loss_curve: list
+    stats: list
+    validation_scores: list
+    best_validation_score: float | None
+
+
+def _check_options(method, learning_rate, l1, l2, batch_size, max_epochs, n_parts):
+    if method not in _METHODS:
+        raise ValueError(f"method must be one of {_METHODS}, got {method!r}.")
+    if method == "perceptron" and (l1 or l2):
+        raise ValueError("the perceptron takes no penalty: l1 and l2 must be 0.")
+    if not learning_rate > 0:
+        raise ValueError(f"learning_rate must be positive, got {learning_rate!r}.")
+    if not (l1 >= 0 and l2 >= 0):
+        raise ValueError(f"l1 and l2 must be non-negative, got {l1!r} and {l2!r}.")
+    for name, value in (("batch_size", batch_size), ("max_epochs", max_epochs),
+                        ("n_parts", n_parts)):
+        if int(value) != value or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+
+
+def minimize_online(problem, w0, sample_ids, *, method="adagrad", learning_rate=0.1, l1=0.0,
+                    l2=0.0, batch_size=16, max_epochs=10, tol=1e-4, n_iter_no_change=3,
+                    average=True, validation_ids=None, random_state=None, n_parts=2,
+                    n_threads=1, callback=None):
+    """Minimise ``mean_i loss_i(w) + l2 / 2 ||w||^2 + l1 ||w||_1`` by online updates.
+
+    Every epoch visits ``sample_ids`` in a new random order, by mini-batches
+    of ``batch_size``; each batch's gradient (the mean of its samples'
+    gradients for AdaGrad, their sum for the perceptron) updates the
+    weights it touches. See the module docstring for what ``problem`` must
+    provide.
+
+    Parameters
+    ----------
+    problem : object
+        The online problem (module docstring).
+    w0 : ndarray of shape (n_params,)
+        Starting weights (not modified).
+    sample_ids : ndarray of int
+        The training samples.
+    method : {"adagrad", "perceptron"}, default="adagrad"
+        ``"adagrad"``: per-weight steps ``learning_rate / sqrt(sum of squared
+        gradients + 1e-8)``, L2 as a shrinkage of the weight by the same
+        step and L1 as its proximal step (soft-thresholding).
+        ``"perceptron"``: ``w -= g`` (the structured perceptron when the
+        problem's loss is the perceptron loss); no penalty.
+    learning_rate : float, default=0.1
+        AdaGrad's step size.
+    l1, l2 : float, default=0.0
+        Penalties, relative to the *mean* loss.
+    batch_size : int, default=16
+        Samples per update.
+    max_epochs : int, default=10
+        Epochs at most.
+    tol : float or None, default=1e-4
+        Stop when ``n_iter_no_change`` successive epochs fail to bring the
+        mean training loss below the best one minus ``tol`` (with
+        ``validation_ids``: the validation score above the best plus
+        ``tol``). None: run ``max_epochs`` epochs.
+    n_iter_no_change : int, default=3
+        Epochs without improvement before stopping.
+    average : bool, default=True
+        Return the average of the weights over all steps (smoother, and
+        what makes the perceptron generalise) instead of the last ones.
+    validation_ids : ndarray of int or None, default=None
+        Held-out samples: their score (``problem.score``) is computed after
+        every epoch, decides when to stop, and the best epoch's weights are
+        returned.
+    random_state : int, RandomState instance or None, default=None
+        The order of the samples.
+    n_parts : int, default=2
+        Parts of a mini-batch (each with its own gradient column; the
+        threads share them out). Results depend on it, not on
+        ``n_threads``.
+    n_threads : int, default=1
+        Threads computing the parts' gradients and the updates.
+    callback : callable, optional
+        Called after every epoch with an :class:`OnlineEpoch`.
+
+    Returns
+    -------
+    result : OnlineResult
+
+    Examples
+    --------
+    A least-squares problem whose samples each touch one weight:
+
+    >>> import numpy as np
+    >>> from sksparse_struct.learners import SparseGradient, minimize_online
+    >>> from sksparse_struct.learners._online_fast import push
+    >>> class LeastSquares:
+    ...     n_params = 3
+    ...     target = np.array([1.0, -2.0, 0.5])
+    ...     def sample_costs(self):
+    ...         return np.ones(3)
+    ...     def batch_gradient(self, w, ids, gradient, part, step):
+    ...         n, loss = 0, 0.0
+    ...         for i in ids:
+    ...             r = w[i] - self.target[i]
+    ...             loss += 0.5 * r * r
+    ...             n = push(i, r, gradient.values, 2 * part, gradient.touched[part],
+    ...                      n, float(step))
+    ...         gradient.n_touched[part] = n
+    ...         return np.array([loss])
+    >>> result = minimize_online(LeastSquares(), np.zeros(3), np.arange(3), batch_size=1,
+    ...                          learning_rate=1.0, max_epochs=200, average=False,
+    ...                          random_state=0)
+    >>> result.coef.round(3).tolist()
+    [1.0, -2.0, 0.5]
+    """
+    _check_options(method, learning_rate, l1, l2, batch_size, max_epochs, n_parts)
+    rng = check_random_state(random_state)
+    adagrad = method == "adagrad"
+    rule = UpdateRule(np.bool_(adagrad), float(learning_rate), float(learning_rate * l2),
+                      float(learning_rate * l1), _EPS)
+    n_params = int(problem.n_params)
+    sample_ids = np.asarray(sample_ids, dtype=np.int64)
+    costs = np.ascontiguousarray(problem.sample_costs(), dtype=np.float64)
+    w = np.array(w0, dtype=np.float64)
+    opt = aligned_zeros((n_params, OPT_COLUMNS))
+    gradient = SparseGradient(aligned_zeros((n_params, 2 * n_parts)),
+                              np.zeros((n_parts, n_params), dtype=np.int64),
+                              np.zeros(n_parts, dtype=np.int64))
+    n_threads = max(1, min(n_parts, int(n_threads)))
+    pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
+    run = _serial if pool is None else (lambda f, items: list(pool.map(f, items)))
+
+    loss_curve, stats_curve, scores = [], [], []
+    best_score, best_coef = None, None
+    best_loss = np.inf
+    no_change = 0
+    step = 0
+    epoch = 0
+    coef = w
+    t0 = time.perf_counter()
+    try:
+        for epoch in range(1, max_epochs + 1):
+            order = rng.permutation(sample_ids)
+            part_of = np.empty(order.shape[0], dtype=np.int64)
+            split_batches(order, costs, batch_size, n_parts, part_of)
+            total = None
+            for b in range(0, order.shape[0], batch_size):
+                batch = order[b:b + batch_size]
+                batch_parts = part_of[b:b + batch_size]
+                parts = [batch[batch_parts == p] for p in range(n_parts)]
+                step += 1
+
+                busy = [p for p in range(n_parts) if parts[p].shape[0]]
+                gradient.n_touched[:] = 0
+
+                def gradient_of(p, parts=parts, step=step):
+                    return problem.batch_gradient(w, parts[p], gradient, p, step)
+
+                results = (run if len(busy) > 1 else _serial)(gradient_of, busy)
+                for stats in results:
+                    total = stats.copy() if total is None else total + stats
+                scale = 1.0 / batch.shape[0] if adagrad else 1.0
+                # Coordinates split by residue between the threads: the
+                # same operations on each coordinate, so the same result
+                # however many shares there are (one when few to update).
+                n_shares = n_threads if gradient.n_touched.sum() >= _THREADED_UPDATE else 1
+
+                def update(share, step=step, scale=scale, n_shares=n_shares):
+                    apply_update_share(gradient, np.int64(step), scale, w, opt, rule,
+                                       np.int64(share), np.int64(n_shares))
+
+                (run if n_shares > 1 else _serial)(update, range(n_shares))
+
+            def flush(share, step=step):
+                flush_updates_share(np.int64(step), w, opt, rule, np.int64(share),
+                                    np.int64(n_threads))
+
+            run(flush, range(n_threads))
+            coef = opt[:, W_SUM] / step if average else w.copy()
+            mean_loss = total[0] / sample_ids.shape[0]
+            loss_curve.append(mean_loss)
+            stats_curve.append(total)
+            score = None
+            if validation_ids is not None:
+                score = problem.score(coef, validation_ids)
+                scores.append(score)
+                improved = tol is None or score > (
+                    -np.inf if best_score is None else best_score + tol)
+                if best_score is None or score > best_score:
+                    best_score = score
+                    best_coef = coef
+            else:
+                improved = tol is None or mean_loss < best_loss - tol
+                best_loss = min(best_loss, mean_loss)
+            if callback is not None:
+                callback(OnlineEpoch(epoch, total, int(sample_ids.shape[0]), score, step,
+                                     time.perf_counter() - t0))
+            no_change = 0 if improved else no_change + 1
+            if tol is not None and no_change >= n_iter_no_change:
+                break
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    if best_coef is not None:
+        coef = best_coef
+    return OnlineResult(coef, epoch, step, loss_curve, stats_curve, scores, best_score)
