@@ -11,15 +11,16 @@ import scipy.sparse as sp
 from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ..feature_extraction import SequenceVectorizer
-from ..learners import minimize_lbfgs
+from ..inference import sparsemap
+from ..learners import minimize_lbfgs, minimize_online
+from ..losses._kinds_fast import LOSS_KINDS, STRUCTURED_LOSSES
 from ..metrics import flat_accuracy_score
+from ..structures import Sequence
 from ..utils._sklearn_compat import Interval, StrOptions, _fit_context
-from ._problem import LOSS_KINDS, ChainData, ChainModel, ChainRunner, frequency_rank
-from . import _chain_fast as fast
+from ._problem import ChainData, ChainModel, ChainProblem, ChainRunner, frequency_rank
 
 __all__ = ["LinearChainCRF"]
 
@@ -32,12 +33,13 @@ _SOLVERS = {
 }
 # SparseMAP losses are smooth enough for L-BFGS, but each evaluation solves a
 # QP per sequence whose support is large while the scores are nearly tied
-# (early iterations): on CoNLL-2000, 10 AdaGrad epochs reach the F1 of 30
-# L-BFGS iterations in a fifth of the time.
+# (early iterations): a few online epochs get to the same accuracy much
+# sooner.
 _AUTO_SOLVER = {"crf": "lbfgs", "sparsemap": "adagrad", "margin_sparsemap": "adagrad",
                 "hinge": "adagrad", "perceptron": "perceptron"}
-# SparseMAP inner solver: active set iterations and relative duality-gap tolerance.
-_SPARSEMAP_OPTIONS = (200, 1e-9, 1e-12)
+# Parts of an online mini-batch (each with its own gradient column): fixed,
+# so that results do not depend on n_jobs.
+_BATCH_PARTS = 2
 
 
 def _is_matrix(seq):
@@ -109,28 +111,30 @@ class LinearChainCRF(BaseEstimator):
         (Hamming cost) variant.
     c1 : float, default=0.0
         L1 penalty ``c1 * sum(|w|)``, as in CRFsuite (with L-BFGS it switches
-        to OWL-QN). Applies to every learned weight.
+        to OWL-QN; AdaGrad takes its proximal step). Applies to every learned
+        weight; not used by the perceptron.
     c2 : float, default=1.0
         L2 penalty ``c2 * sum(w ** 2)`` added to the *sum* of the losses, as in
         CRFsuite: the same value gives comparable models. Not used by the
         perceptron (which averages instead).
     solver : {"auto", "lbfgs", "adagrad", "perceptron"}, default="auto"
         "auto" picks L-BFGS (OWL-QN when ``c1 > 0``) for "crf", mini-batch
-        AdaGrad (proximal for L1) for "hinge", "sparsemap" and
-        "margin_sparsemap" (L-BFGS also works for the SparseMAP losses, but
-        its early iterations, with nearly tied scores, need large SparseMAP
-        supports; online epochs get there several times faster), and the
-        averaged perceptron for "perceptron".
+        AdaGrad for "hinge", "sparsemap" and "margin_sparsemap" (L-BFGS also
+        works for the SparseMAP losses, but its early iterations, with
+        nearly tied scores, need large SparseMAP supports; online epochs get
+        there sooner), and the averaged perceptron for "perceptron". The
+        online solvers update only the weights of the features a mini-batch
+        touches (the penalties reach the others lazily, exactly), so an
+        epoch costs time in proportion to the data, not to the model.
     max_iter : int, default=100
         Iterations of L-BFGS, or epochs of AdaGrad / perceptron.
     tol : float, default=1e-5
         L-BFGS stops when the gradient norm is below ``tol * max(1, ||w||)``
         or the objective improved by less than a fraction ``tol`` in 10
-        iterations (CRFsuite's epsilon and delta). AdaGrad stops when an
-        epoch improves the training objective by less than a fraction ``tol``,
-        the perceptron when an epoch makes mistakes on at most a fraction
-        ``tol`` of the sequences (none, by default); ``tol=0`` runs
-        ``max_iter`` epochs of AdaGrad.
+        iterations (CRFsuite's epsilon and delta). AdaGrad and the perceptron
+        stop when an epoch fails to lower the mean training loss per
+        sequence (penalties apart) below the best so far minus ``tol``;
+        ``tol=0`` runs ``max_iter`` epochs.
     all_possible_states : bool, default=False
         If False, a feature gets a weight only for the labels it was seen with
         in training (as in CRFsuite, much smaller models); if True for every
@@ -149,7 +153,8 @@ class LinearChainCRF(BaseEstimator):
     learning_rate : float, default=0.1
         AdaGrad step size.
     batch_size : int, default=32
-        Sequences per AdaGrad step.
+        Sequences per AdaGrad step (the perceptron updates after every
+        sequence).
     warm_start : bool, default=False
         Start from the previous solution (same features and labels).
     random_state : int, RandomState instance or None, default=None
@@ -159,10 +164,11 @@ class LinearChainCRF(BaseEstimator):
         ``verbose`` iterations.
     n_jobs : int, default=None
         Threads used over sequences; ``None`` means 1, -1 all cores. L-BFGS
-        evaluations run over 4 fixed parts of the data, AdaGrad over the two
-        halves of each mini-batch, prediction over chunks of sequences; the
-        averaged perceptron is sequential by nature. The parts do not depend
-        on ``n_jobs``, so results are identical for every value.
+        evaluations run over 4 fixed parts of the data, AdaGrad over two
+        fixed parts of each mini-batch, prediction over chunks of sequences;
+        the averaged perceptron, one sequence per update, is sequential by
+        nature. The parts do not depend on ``n_jobs``, so results are
+        identical for every value.
 
     Attributes
     ----------
@@ -184,7 +190,9 @@ class LinearChainCRF(BaseEstimator):
     n_iter_ : int
         Iterations (L-BFGS) or epochs run.
     objective_ : float
-        Final training objective (sum of losses plus penalties).
+        Final training objective: the sum of the losses plus the penalties
+        (online solvers: the losses of the last epoch, each at the weights
+        of its step, plus the penalties of the final weights).
 
     See Also
     --------
@@ -204,7 +212,7 @@ class LinearChainCRF(BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "loss": [StrOptions(set(LOSS_KINDS))],
+        "loss": [StrOptions(set(STRUCTURED_LOSSES))],
         "c1": [Interval(Real, 0, None, closed="left")],
         "c2": [Interval(Real, 0, None, closed="left")],
         "solver": [StrOptions({"auto", "lbfgs", "adagrad", "perceptron"})],
@@ -451,38 +459,35 @@ class LinearChainCRF(BaseEstimator):
             self._attr_rank = frequency_rank(matrix)
         data = ChainData(matrix, lengths, gold, self._attr_rank)
         trans_mask, start_mask, end_mask = self._masks(gold, data.offsets)
-        K = len(self.classes_)
         if warm:
             model = ChainModel(self._attr_ptr, self._pair_label, trans_mask, start_mask, end_mask)
             w0 = self._params.copy()
             w0[model.n_pairs:] *= model.learned[model.n_pairs:]
         else:
-            attr_ptr, pair_label = data.pairs(K, self.all_possible_states)
+            attr_ptr, pair_label = data.pairs(len(self.classes_), self.all_possible_states)
             model = ChainModel(attr_ptr, pair_label, trans_mask, start_mask, end_mask)
             w0 = np.zeros(model.n_params)
-        n_threads = effective_n_jobs(self.n_jobs) if self.n_jobs is not None else 1
-        with ChainRunner(n_threads) as runner:
-            fitter = {"lbfgs": self._fit_lbfgs, "adagrad": self._fit_adagrad,
-                      "perceptron": self._fit_perceptron}[solver]
-            w = fitter(runner, model, data, w0)
+        if solver == "lbfgs":
+            w = self._fit_lbfgs(model, data, w0)
+        else:
+            w = self._fit_online(solver, model, data, w0)
+        self._store(model, w, data.n_features)
+        return self
+
+    def _store(self, model, w, n_features):
+        """The fitted attributes of the weights ``w`` under ``model``."""
         self._params = w
         self._attr_ptr = model.attr_ptr
         self._pair_label = model.pair_label
-        self._trans_mask = trans_mask
-        self._start_mask = start_mask
-        self._end_mask = end_mask
-        _, trans, start, end = model.split(w)
-        self.transition_ = trans
-        self.start_transition_ = start
-        self.end_transition_ = end
-        rows = model.pair_label
+        self._trans_mask = model.trans_mask
+        self._start_mask = model.start_mask
+        self._end_mask = model.end_mask
+        _, self.transition_, self.start_transition_, self.end_transition_ = model.split(w)
         order = np.empty_like(self._attr_rank)
         order[self._attr_rank] = np.arange(len(order))
         cols = np.repeat(order, np.diff(model.attr_ptr))
-        self.coef_ = sp.csr_matrix(
-            (w[:model.n_pairs], (rows, cols)), shape=(K, data.n_features)
-        )
-        return self
+        self.coef_ = sp.csr_matrix((w[:model.n_pairs], (model.pair_label, cols)),
+                                   shape=(len(self.classes_), n_features))
 
     def _progress(self, it, objective, start_time, extra=""):
         if self.verbose and it % max(int(self.verbose), 1) == 0:
@@ -492,14 +497,15 @@ class LinearChainCRF(BaseEstimator):
                 file=sys.stdout, flush=True,
             )
 
-    def _fit_lbfgs(self, runner, model, data, w0):
+    def _n_threads(self):
+        return effective_n_jobs(self.n_jobs) if self.n_jobs is not None else 1
+
+    def _fit_lbfgs(self, model, data, w0):
         kind = LOSS_KINDS[self.loss]
         c2 = float(self.c2)
-        failed = [0]
 
         def fun(w):
-            f, g, n_failed = runner.loss_and_grad(kind, model, data, w, _SPARSEMAP_OPTIONS)
-            failed[0] = n_failed
+            f, g, _ = runner.loss_and_grad(kind, model, data, w)
             if c2 > 0:
                 f += c2 * float(w @ w)
                 g += (2.0 * c2) * w
@@ -511,11 +517,11 @@ class LinearChainCRF(BaseEstimator):
         def callback(info):
             self._progress(info.iteration, info.fun, start_time, f"  |g| {info.grad_norm:.3e}")
 
-        l1_mask = model.learned > 0
-        result = minimize_lbfgs(
-            fun, w0, c1=float(self.c1), l1_mask=l1_mask, max_iter=self.max_iter,
-            epsilon=self.tol, delta=self.tol, callback=callback,
-        )
+        with ChainRunner(self._n_threads()) as runner:
+            result = minimize_lbfgs(
+                fun, w0, c1=float(self.c1), l1_mask=model.learned > 0, max_iter=self.max_iter,
+                epsilon=self.tol, delta=self.tol, callback=callback,
+            )
         self.n_iter_ = result.n_iter
         self.objective_ = float(result.fun)
         if not result.converged and result.n_iter >= self.max_iter:
@@ -526,69 +532,35 @@ class LinearChainCRF(BaseEstimator):
             )
         return result.x
 
-    def _online_objective_terms(self, w):
-        return float(self.c2) * float(w @ w) + float(self.c1) * float(np.abs(w).sum())
-
-    def _fit_adagrad(self, runner, model, data, w0):
-        kind = LOSS_KINDS[self.loss]
-        rng = check_random_state(self.random_state)
-        w = w0.copy()
-        h = np.zeros_like(w)
-        lr = float(self.learning_rate)
-        c1, c2 = float(self.c1), float(self.c2)
+    def _fit_online(self, solver, model, data, w0):
+        """AdaGrad or the averaged perceptron (``learners.minimize_online``)."""
         n = data.n_sequences
-        learned = model.learned
+        perceptron = solver == "perceptron"
         start_time = time.perf_counter()
-        previous = np.inf
-        self.n_iter_ = 0
-        for epoch in range(1, self.max_iter + 1):
-            order = rng.permutation(n)
-            total = 0.0
-            for b in range(0, n, self.batch_size):
-                ids = np.sort(order[b:b + self.batch_size]).astype(np.int64)
-                loss, g, _ = runner.batch_loss_and_grad(kind, model, data, w, ids,
-                                                        _SPARSEMAP_OPTIONS)
-                total += loss
-                g *= n / len(ids)
-                g += (2.0 * c2) * w
-                g *= learned
-                h += g * g
-                scale = lr / (np.sqrt(h) + 1e-12)
-                w -= scale * g
-                if c1 > 0:
-                    # Proximal step of the L1 penalty with AdaGrad's per-weight step.
-                    np.copysign(np.maximum(np.abs(w) - c1 * scale, 0.0), w, out=w)
-            objective = total + self._online_objective_terms(w)
-            self.n_iter_ = epoch
-            self._progress(epoch, objective, start_time)
-            if self.tol > 0 and previous - objective < self.tol * abs(objective):
-                break
-            previous = objective
-        self.objective_ = objective
-        return w
+        counted = "  mistakes" if self.loss in ("hinge", "perceptron") else (
+            "  unconverged SparseMAP" if "sparsemap" in self.loss else "")
 
-    def _fit_perceptron(self, runner, model, data, w0):
-        rng = check_random_state(self.random_state)
-        w = w0.copy()
-        w_acc = np.zeros_like(w)
-        step = 1.0
-        pair_start, pair_stop = data.pair_ranges(model.attr_ptr)
-        start_time = time.perf_counter()
-        self.n_iter_ = 0
-        total = 0.0
-        for epoch in range(1, self.max_iter + 1):
-            order = rng.permutation(data.n_sequences).astype(np.int64)
-            step, n_mistakes, total = fast.perceptron_epoch(
-                order, data.indptr, pair_start, pair_stop, data.data, model.pair_label,
-                data.offsets, data.gold, model.trans_mask, model.start_mask, model.end_mask,
-                w, w_acc, step,
-            )
-            self.n_iter_ = epoch
-            self._progress(epoch, total, start_time, f"  mistakes {n_mistakes}")
-            if n_mistakes == 0 or (self.tol > 0 and n_mistakes <= self.tol * data.n_sequences):
-                break
-        self.objective_ = float(total)
-        return w - w_acc / step
+        def callback(info):
+            extra = f"{counted} {int(info.stats[1])}" if counted else ""
+            self._progress(info.epoch, info.stats[0], start_time, extra)
+
+        # CRFsuite's penalties are added to the sum of the losses, the
+        # learner's to their mean.
+        result = minimize_online(
+            ChainProblem(LOSS_KINDS[self.loss], model, data), w0, np.arange(n),
+            method=solver, learning_rate=self.learning_rate,
+            l1=0.0 if perceptron else self.c1 / n, l2=0.0 if perceptron else 2.0 * self.c2 / n,
+            batch_size=1 if perceptron else self.batch_size, max_epochs=self.max_iter,
+            tol=self.tol if self.tol > 0 else None, n_iter_no_change=1, average=perceptron,
+            random_state=self.random_state, n_parts=_BATCH_PARTS, n_threads=self._n_threads(),
+            callback=callback,
+        )
+        self.n_iter_ = result.n_epochs
+        w = result.coef
+        self.objective_ = float(result.stats[-1][0])
+        if not perceptron:
+            self.objective_ += self.c2 * float(w @ w) + self.c1 * float(np.abs(w).sum())
+        return w
 
     # --- prediction ---------------------------------------------------------
 
@@ -602,7 +574,7 @@ class LinearChainCRF(BaseEstimator):
                           self._start_mask, self._end_mask)
 
     def _runner(self):
-        return ChainRunner(effective_n_jobs(self.n_jobs) if self.n_jobs is not None else 1)
+        return ChainRunner(self._n_threads())
 
     def predict(self, X):
         """Most likely label sequence (Viterbi) of each sequence.
@@ -665,9 +637,6 @@ class LinearChainCRF(BaseEstimator):
             probabilities, most probable first (``[([], 1.0)]`` for an empty
             sequence).
         """
-        from ..inference import sparsemap
-        from ..structures import Sequence
-
         data, lengths = self._predict_data(X)
         model = self._model()
         _, trans, start, end = model.split(self._params)

@@ -1,8 +1,9 @@
-"""The training problem of the linear-chain tagger: data layout and objective.
+"""The training problem of the linear-chain tagger: data layout, objective, decoding.
 
-Kept apart from the estimator so that the learners only see a
-``loss_and_grad(w, ...)`` interface (DESIGN.md) and the estimator only deals
-with scikit-learn glue.
+Kept apart from the estimator so that the learners only see an objective
+(``loss_and_grad(w)`` for L-BFGS) or an online problem
+(:class:`ChainProblem`, for ``learners.minimize_online``), and the estimator
+only deals with validation and scikit-learn glue.
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -10,7 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
+from ..learners import SparseGradient
+from ..losses._kinds_fast import MARGIN_SPARSEMAP, SPARSEMAP, SPARSEMAP_OPTIONS
 from . import _chain_fast as fast
+from ._chain_fast import ChainGradient, Chains, ChainScores
 
 # Work is cut into fixed chunks (never into "one per thread") so that sums
 # are always taken in the same order: results do not depend on n_jobs.
@@ -19,15 +23,9 @@ _TOKENS_PER_CHUNK = 4096
 # with its own gradient buffer; more would cost memory for nothing on
 # typical machines.
 _TRAINING_PARTS = 4
-_BATCH_PARTS = 2
-
-LOSS_KINDS = {
-    "crf": fast.CRF,
-    "hinge": fast.HINGE,
-    "perceptron": fast.PERCEPTRON,
-    "sparsemap": fast.SPARSEMAP,
-    "margin_sparsemap": fast.MARGIN_SPARSEMAP,
-}
+# Dense-mode placeholder for the sparse gradient (see ChainGradient).
+_NO_SPARSE = SparseGradient(np.zeros((0, 2)), np.zeros((1, 0), dtype=np.int64),
+                            np.zeros(1, dtype=np.int64))
 
 
 def frequency_rank(X):
@@ -79,6 +77,13 @@ class ChainData:
         if self._bound[0] is not attr_ptr:
             self._bound = (attr_ptr, attr_ptr[self.indices], attr_ptr[self.indices + 1])
         return self._bound[1], self._bound[2]
+
+    def chains(self, model):
+        """The kernels' view of the data under ``model`` (a :class:`Chains`)."""
+        pair_start, pair_stop = self.pair_ranges(model.attr_ptr)
+        gold = self.gold if self.gold is not None else np.zeros(0, dtype=np.int64)
+        return Chains(self.indptr, pair_start, pair_stop, self.data, model.pair_label,
+                      self.offsets, gold)
 
     @property
     def n_sequences(self):
@@ -173,6 +178,7 @@ class ChainModel:
             (start_mask > 0).astype(np.float64),
             (end_mask > 0).astype(np.float64),
         ])
+        self.tail_learned = np.ascontiguousarray(self.learned[self.n_pairs:])
 
     def split(self, w):
         """``(w_unary, trans, start, end)`` with ``-inf`` at forbidden entries."""
@@ -181,6 +187,10 @@ class ChainModel:
         start = np.where(self.start_mask < 0, -np.inf, w[P + K * K:P + K * K + K])
         end = np.where(self.end_mask < 0, -np.inf, w[P + K * K + K:])
         return w[:P], np.ascontiguousarray(trans), start, end
+
+    def scores(self, w):
+        """The weights ``w`` as the kernels' :class:`ChainScores`."""
+        return ChainScores(*self.split(w))
 
 
 class ChainRunner:
@@ -211,23 +221,19 @@ class ChainRunner:
     def unary(self, model, data, w):
         """Unary scores (n_tokens, K), without the start / end scores."""
         U = np.zeros((data.n_tokens, model.n_labels))
+        chains = data.chains(model)
         w_unary = w[:model.n_pairs]
-        start, stop = data.pair_ranges(model.attr_ptr)
-        self.map(lambda ids: fast.unary_part(data.indptr, start, stop, data.data,
-                                             model.pair_label, w_unary,
-                                             data.offsets, ids, U), data.chunks())
+        self.map(lambda ids: fast.unary_part(chains, w_unary, ids, U), data.chunks())
         return U
 
     def decode(self, model, data, w, marginals):
         """Viterbi labels per token, or (``marginals=True``) the unary marginals."""
-        w_unary, trans, start, end = model.split(w)
+        scores = model.scores(w)
         labels = np.zeros(data.n_tokens if not marginals else 0, dtype=np.int64)
         mu = np.zeros((data.n_tokens, model.n_labels) if marginals else (0, model.n_labels))
-        p0, p1 = data.pair_ranges(model.attr_ptr)
+        chains = data.chains(model)
         infeasible = self.map(
-            lambda ids: fast.decode_part(marginals, data.indptr, p0, p1, data.data,
-                                         model.pair_label, w_unary, data.offsets, trans,
-                                         start, end, ids, labels, mu),
+            lambda ids: fast.decode_part(marginals, chains, scores, ids, labels, mu),
             data.chunks(),
         )
         bad = [s for s in infeasible if s >= 0]
@@ -240,60 +246,84 @@ class ChainRunner:
             )
         return mu if marginals else labels
 
-    # --- training -----------------------------------------------------------
+    # --- full-batch objective -----------------------------------------------
 
-    def _run_parts(self, kind, model, data, w, parts, sparsemap_options):
+    def loss_and_grad(self, kind, model, data, w, sparsemap_options=SPARSEMAP_OPTIONS):
+        """Sum of the losses over all sequences and its gradient (no penalty).
+
+        The data are cut in fixed parts, each with its own dense gradient
+        buffer, added in a fixed order: the same sums for any number of
+        threads. Also returns the part kernels' counts, summed (see
+        :func:`part_loss`).
+        """
         K = model.n_labels
-        w_unary, trans, start, end = model.split(w)
+        scores = model.scores(w)
+        chains = data.chains(model)
         losses = np.zeros(data.n_sequences)
-        p0, p1 = data.pair_ranges(model.attr_ptr)
 
         def run(seq_ids):
-            grad = np.zeros(model.n_pairs)
-            d_trans = np.zeros((K, K))
-            d_start = np.zeros(K)
-            d_end = np.zeros(K)
-            args = (data.indptr, p0, p1, data.data, model.pair_label,
-                    w_unary, data.offsets, data.gold, trans, start, end, seq_ids)
-            if kind in (fast.SPARSEMAP, fast.MARGIN_SPARSEMAP):
-                from ._chain_sparsemap_fast import sparsemap_part
+            out = ChainGradient(np.zeros(model.n_pairs), np.zeros((K, K)), np.zeros(K),
+                                np.zeros(K), _NO_SPARSE, 0, 0, model.tail_learned)
+            failed = part_loss(kind, chains, scores, seq_ids, out, losses, sparsemap_options)
+            return out, failed
 
-                failed = sparsemap_part(kind, *args, *sparsemap_options,
-                                        grad, d_trans, d_start, d_end, losses)
-            else:
-                fast.chain_part(kind, *args, grad, d_trans, d_start, d_end, losses)
-                failed = 0
-            return grad, np.concatenate([d_trans.ravel(), d_start, d_end]), failed
-
-        results = self.map(run, parts)
+        results = self.map(run, data.parts())
         grad = np.empty(model.n_params)
         unary, tail = grad[:model.n_pairs], grad[model.n_pairs:]
         failed = 0
         # Parts are added in a fixed order: the same sums for any n_jobs.
-        for i, (g, t, f) in enumerate(results):
+        for i, (out, f) in enumerate(results):
+            t = np.concatenate([out.trans.ravel(), out.start, out.end])
             if i == 0:
-                unary[:] = g
+                unary[:] = out.unary
                 tail[:] = t
             else:
-                unary += g
+                unary += out.unary
                 tail += t
             failed += f
         tail *= model.learned[model.n_pairs:]
-        return losses, grad, failed
-
-    def loss_and_grad(self, kind, model, data, w, sparsemap_options=()):
-        """Sum of the losses over all sequences and its gradient (no penalty)."""
-        losses, grad, failed = self._run_parts(kind, model, data, w, data.parts(),
-                                               sparsemap_options)
         return float(np.sum(losses)), grad, failed
 
-    def batch_loss_and_grad(self, kind, model, data, w, seq_ids, sparsemap_options=()):
-        """Like :meth:`loss_and_grad` on the sequences ``seq_ids`` only.
 
-        The batch is cut in ``_BATCH_PARTS`` fixed halves whatever the
-        number of threads, so that results do not depend on it.
-        """
-        parts = [p for p in np.array_split(seq_ids, _BATCH_PARTS) if len(p)]
-        losses, grad, failed = self._run_parts(kind, model, data, w, parts,
-                                               sparsemap_options)
-        return float(np.sum(losses[seq_ids])), grad, failed
+def part_loss(kind, chains, scores, seq_ids, out, losses, sparsemap_options=SPARSEMAP_OPTIONS):
+    """Run the part kernel of the loss ``kind``.
+
+    Returns its count: for the SparseMAP losses, the solves that did not
+    converge; for the others, the sequences with a nonzero gradient.
+    """
+    if kind in (SPARSEMAP, MARGIN_SPARSEMAP):
+        return fast.chain_sparsemap_part(kind, chains, scores, seq_ids, sparsemap_options,
+                                         out, losses)
+    return fast.chain_part(kind, chains, scores, seq_ids, out, losses)
+
+
+class ChainProblem:
+    """The online problem (``learners._online``) of training the tagger.
+
+    Parameters
+    ----------
+    kind : int
+        The loss (``losses._kinds_fast`` code).
+    model : ChainModel
+    data : ChainData
+        With gold labels.
+    """
+
+    def __init__(self, kind, model, data):
+        self.kind = kind
+        self.model = model
+        self.data = data
+        self.chains = data.chains(model)
+        self.n_params = model.n_params
+
+    def sample_costs(self):
+        return np.diff(self.data.offsets) + 1.0
+
+    def batch_gradient(self, w, sample_ids, gradient, part, step):
+        """Push the part's gradient; statistics: loss, then the part kernel's count."""
+        K = self.model.n_labels
+        out = ChainGradient(np.zeros(0), np.zeros((K, K)), np.zeros(K), np.zeros(K), gradient,
+                            part, step, self.model.tail_learned)
+        losses = np.zeros(self.data.n_sequences)
+        count = part_loss(self.kind, self.chains, self.model.scores(w), sample_ids, out, losses)
+        return np.array([losses[sample_ids].sum(), count])

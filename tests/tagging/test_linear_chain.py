@@ -15,11 +15,13 @@ from sklearn.pipeline import Pipeline
 from sksparse_struct import LinearChainCRF
 from sksparse_struct.feature_extraction import SequenceVectorizer
 from sksparse_struct.metrics import chunk_f1_scorer
+from sksparse_struct.learners import SparseGradient
+from sksparse_struct.losses._kinds_fast import LOSS_KINDS, SparseMAPOptions
 from sksparse_struct.tagging._linear_chain import _forbidden_pairs
 from sksparse_struct.tagging._problem import (
-    LOSS_KINDS,
     ChainData,
     ChainModel,
+    ChainProblem,
     ChainRunner,
 )
 
@@ -152,7 +154,7 @@ def test_sparsemap_losses_match_the_generic_solver(loss, seed):
     data, model, w = _random_problem(seed, n_seqs=3, max_len=4)
     with ChainRunner(1) as runner:
         value, _, failed = runner.loss_and_grad(
-            LOSS_KINDS[loss], model, data, w, (200, 1e-12, 1e-12)
+            LOSS_KINDS[loss], model, data, w, SparseMAPOptions(200, 1e-12, 1e-12)
         )
     assert failed == 0
     expected = 0.0
@@ -171,7 +173,7 @@ def test_sparsemap_losses_match_the_generic_solver(loss, seed):
 @pytest.mark.parametrize("loss", ["sparsemap", "margin_sparsemap"])
 def test_sparsemap_gradient_matches_finite_differences(loss):
     data, model, w = _random_problem(5, n_seqs=3, max_len=3)
-    options = (200, 1e-12, 1e-12)
+    options = SparseMAPOptions(200, 1e-12, 1e-12)
     with ChainRunner(1) as runner:
         def f(v):
             return runner.loss_and_grad(LOSS_KINDS[loss], model, data, v, options)[0]
@@ -235,6 +237,41 @@ def test_gradients_do_not_depend_on_the_number_of_threads():
     for value, grad, _ in results[1:]:
         assert value == results[0][0]
         assert np.array_equal(grad, results[0][1])
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("dense", [True, False])
+def test_online_sparse_gradient_equals_the_dense_one(loss, dense):
+    # ChainProblem pushes the gradient of a batch into the online learner's
+    # sparse layout, part by part; added up, it is the full-batch gradient
+    # of those sequences, with zeros where weights are pinned.
+    data, model, w = _random_problem(13, n_seqs=12, max_len=5, n_features=6, K=3,
+                                     dense=dense)
+    model.trans_mask[0, 1] = 0.0  # pinned at zero: no gradient
+    model = ChainModel(model.attr_ptr, model.pair_label, model.trans_mask,
+                       model.start_mask, model.end_mask)
+    kind = LOSS_KINDS[loss]
+    with ChainRunner(1) as runner:
+        total, dense_grad, _ = runner.loss_and_grad(kind, model, data, w)
+    problem = ChainProblem(kind, model, data)
+    n_parts = 3
+    gradient = SparseGradient(np.zeros((model.n_params, 2 * n_parts)),
+                              np.zeros((n_parts, model.n_params), dtype=np.int64),
+                              np.zeros(n_parts, dtype=np.int64))
+    ids = np.arange(data.n_sequences)
+    loss_sum = 0.0
+    for part, part_ids in enumerate(np.array_split(ids, n_parts)):
+        loss_sum += problem.batch_gradient(w, part_ids, gradient, part, 7)[0]
+    sparse_grad = gradient.values[:, 0::2].sum(axis=1)
+    assert loss_sum == pytest.approx(total, rel=1e-12)
+    np.testing.assert_allclose(sparse_grad, dense_grad, rtol=1e-12, atol=1e-12)
+    assert sparse_grad[model.n_pairs + 1] == 0.0
+    for part in range(n_parts):
+        listed = gradient.touched[part, :gradient.n_touched[part]]
+        assert len(set(listed.tolist())) == len(listed)  # each coordinate once
+        assert np.all(gradient.values[listed, 2 * part + 1] == 7)  # stamped
+        others = np.setdiff1d(np.arange(model.n_params), listed)
+        assert np.all(gradient.values[others, 2 * part] == 0.0)
 
 
 # --- learning ----------------------------------------------------------------
