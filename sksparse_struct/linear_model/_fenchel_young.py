@@ -25,7 +25,7 @@ from ..utils._sklearn_compat import (
     Interval,
     StrOptions,
     _check_sample_weight,
-    _fit_context,
+    fit_context,
     validate_data,
 )
 
@@ -249,7 +249,7 @@ class FenchelYoungClassifier(ClassifierMixin, BaseEstimator):
         self.warm_start = warm_start
         self.verbose = verbose
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         """Fit the model: minimise the objective described above.
 
