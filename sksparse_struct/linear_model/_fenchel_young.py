@@ -20,7 +20,7 @@ from ..losses._classification import (
     _loss_rows,
     fenchel_young_predict_proba,
 )
-from ._newton import newton_cg
+from ..learners import newton_cg
 from ..utils._sklearn_compat import (
     Interval,
     StrOptions,
