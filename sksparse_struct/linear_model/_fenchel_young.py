@@ -14,12 +14,11 @@ from sklearn.utils.multiclass import check_classification_targets, unique_labels
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
 
-from ..losses._classification import (
-    SMOOTH_LOSS_NAMES,
-    _loss_hessp_rows,
-    _loss_rows,
-    fenchel_young_predict_proba,
-)
+from ..losses import SMOOTH_LOSS_NAMES, fenchel_young_predict_proba
+
+# The unchecked per-row loss and Hessian product have no public name in
+# sksparse_struct.losses yet; import them from ..losses once they do.
+from ..losses._classification import _loss_hessp_rows, _loss_rows
 from ..learners import newton_cg
 from ..utils._sklearn_compat import (
     Interval,
