@@ -358,8 +358,9 @@ def _encoded_problem(seed, n_features, n_labels):
 
 def _train_part(kind, projective, corpus, gold, labels, n_labels, w, min_gradient=0.0,
                 seed=0, step=1):
-    from sksparse_struct.feature_extraction._arc_features import _PRESETS
+    from sksparse_struct.feature_extraction import ARC_PRESETS
 
+    rich = ARC_PRESETS.index("rich")
     nf = w.shape[0]
     grad = fast.aligned_zeros((nf, 2))
     touched = np.zeros(nf, dtype=np.int64)
@@ -368,7 +369,7 @@ def _train_part(kind, projective, corpus, gold, labels, n_labels, w, min_gradien
     label_losses = np.zeros(len(corpus))
     n_touched, not_converged = fast.train_part(
         np.int64(KINDS[kind]), np.bool_(projective), np.bool_(True),
-        np.int64(_PRESETS["rich"]), np.int64(nf - 1), corpus.tokens, corpus.offsets, gold,
+        np.int64(rich), np.int64(nf - 1), corpus.tokens, corpus.offsets, gold,
         labels, np.int64(n_labels), 1.0, ids, w, np.zeros(0, dtype=np.int64), np.bool_(False),
         np.int64(MAX_ITER), TOL, DEP_TOL, min_gradient, np.int64(seed), grad, np.int64(0),
         touched, np.int64(step), losses, label_losses,
