@@ -23,7 +23,7 @@ from ..learners import newton_cg
 from ..utils._sklearn_compat import (
     Interval,
     StrOptions,
-    _check_sample_weight,
+    check_sample_weight,
     fit_context,
     validate_data,
 )
@@ -289,7 +289,7 @@ class FenchelYoungClassifier(ClassifierMixin, BaseEstimator):
                 f"got 1 class ({classes[0]!r})."
             )
 
-        sample_weight = _check_sample_weight(
+        sample_weight = check_sample_weight(
             sample_weight, X, dtype=np.float64, ensure_non_negative=True
         )
         sample_weight = sample_weight * compute_class_weight(
