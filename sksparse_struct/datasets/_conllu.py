@@ -17,10 +17,12 @@ import io
 import os
 import re
 
-import numpy as np
+# temporary alias: parsing/_parser.py still imports this name
+# (first_bad_tree and tree_error, which moved to sksparse_struct.utils).
+from ..utils import first_bad_tree, tree_error  # noqa: F401
 
-__all__ = ["UPOS_TAGS", "Sentence", "feats_error", "first_bad_tree", "parse_conllu",
-           "parse_treebank", "read_conllu_sentences", "tree_error", "words_and_tags"]
+__all__ = ["UPOS_TAGS", "Sentence", "feats_error", "parse_conllu", "parse_treebank",
+           "read_conllu_sentences", "words_and_tags"]
 
 # The 17 universal part-of-speech tags of UD v2, in the order of the UD
 # documentation (alphabetical).
@@ -481,8 +483,9 @@ def parse_treebank(text, source="<string>"):
     """Parse a CoNLL-U text into the columns of a treebank, fast and strictly.
 
     Checks everything :func:`parse_conllu` checks, except that HEADs are
-    only checked to be non-negative integers here: :func:`first_bad_tree`
-    and :func:`tree_error` check the trees.
+    only checked to be non-negative integers here:
+    :func:`sksparse_struct.utils.first_bad_tree` and
+    :func:`sksparse_struct.utils.tree_error` check the trees.
 
     Sentences are cut at blank lines with ``str.split``; a sentence whose
     lines are all plain word lines is then parsed column by column with
@@ -571,99 +574,3 @@ def sentence_word_lines(text, first_line, source="<string>"):
     stop = next((k for k, line in enumerate(lines) if not line.rstrip("\r")), len(lines))
     lines = [line.rstrip("\r") for line in lines[:stop]]
     return _parse_block_lines(lines, first_line, source, set())[4]
-
-
-def tree_error(heads, single_root=False):
-    """What makes ``heads`` not a tree, as ``(word, message)``, or ``None``.
-
-    ``heads[i]`` is the head of word ``i + 1`` (0 for the root). ``word`` is
-    the 1-based word the message is about. The checks, in order: a head out
-    of range, a word that is its own head, a cycle (listing its words, and
-    saying so when no word is attached to the root, which always leaves a
-    cycle), and with ``single_root`` more than one word attached to the
-    root (listing them).
-
-    Examples
-    --------
-    >>> from sksparse_struct.datasets._conllu import tree_error
-    >>> tree_error([2, 0, 2]) is None
-    True
-    >>> tree_error([0, 3, 4, 2])
-    (2, 'words 2 -> 3 -> 4 -> 2 form a cycle (their heads never reach the root)')
-    >>> tree_error([0, 0], single_root=True)
-    (2, 'words 1 and 2 are both attached to the root (single_root=True)')
-    """
-    n = len(heads)
-    for i, h in enumerate(heads):
-        if h < 0 or h > n:
-            return i + 1, (f"HEAD {h} of word {i + 1} is out of range: the "
-                           f"sentence has {n} words")
-        if h == i + 1:
-            return i + 1, f"word {h} is its own head"
-    roots = [i + 1 for i, h in enumerate(heads) if h == 0]
-    state = [0] * (n + 1)  # 0 unseen, 1 on the current path, 2 reaches the root
-    state[0] = 2
-    for start in range(1, n + 1):
-        path = []
-        v = start
-        while state[v] == 0:
-            state[v] = 1
-            path.append(v)
-            v = heads[v - 1]
-        if state[v] == 1:
-            cycle = path[path.index(v):]
-            # Start the cycle at its smallest word, so the message is stable.
-            k = cycle.index(min(cycle))
-            cycle = cycle[k:] + cycle[:k]
-            words = " -> ".join(map(str, cycle + cycle[:1]))
-            if not roots:
-                return cycle[0], ("no word is attached to the root (HEAD 0): "
-                                  f"words {words} form a cycle")
-            return cycle[0], (f"words {words} form a cycle (their heads never "
-                              "reach the root)")
-        for u in path:
-            state[u] = 2
-    if single_root and len(roots) > 1:
-        listed = ", ".join(map(str, roots[:-1])) + f" and {roots[-1]}"
-        both = "both" if len(roots) == 2 else "all"
-        return roots[1], (f"words {listed} are {both} attached to the root "
-                          "(single_root=True)")
-    return None
-
-
-def first_bad_tree(flat_heads, lengths, single_root=False):
-    """Index of the first sentence whose heads are not a tree, or ``None``.
-
-    All sentences at once: ``flat_heads`` (int64) holds the heads of every
-    sentence one after the other, ``lengths`` the number of words of each.
-    Words are followed up to the root by pointer doubling, so a sentence
-    costs O(n log n) NumPy work instead of a Python loop per word.
-    """
-    n_total = flat_heads.shape[0]
-    n_sent = lengths.shape[0]
-    if n_sent == 0:
-        return None
-    starts = np.zeros(n_sent, dtype=np.int64)
-    np.cumsum(lengths[:-1], out=starts[1:])
-    sentence = np.repeat(np.arange(n_sent), lengths)
-    position = np.arange(n_total) - starts[sentence]  # 0-based word index
-    bad = (flat_heads < 0) | (flat_heads > lengths[sentence]) | (flat_heads == position + 1)
-    bad_sentence = np.zeros(n_sent, dtype=bool)
-    bad_sentence[sentence[bad]] = True
-    is_root = flat_heads == 0
-    n_roots = np.bincount(sentence[is_root], minlength=n_sent)
-    bad_sentence |= n_roots == 0
-    if single_root:
-        bad_sentence |= n_roots > 1
-    # parent[g] is the global index of the head of word g; n_total is the root.
-    parent = np.where(is_root | bad, n_total, starts[sentence] + flat_heads - 1)
-    parent = np.append(parent, n_total)
-    longest = int(lengths.max())
-    steps = 1
-    while (1 << steps) < longest + 1:
-        steps += 1
-    for _ in range(steps):
-        parent = parent[parent]
-    bad_sentence[sentence[parent[:-1] != n_total]] = True
-    found = np.flatnonzero(bad_sentence)
-    return int(found[0]) if found.shape[0] else None

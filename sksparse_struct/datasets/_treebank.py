@@ -16,15 +16,9 @@ import os
 
 import numpy as np
 
+from ..utils import first_bad_tree, tree_error
 from ._conll import _read_text, _source_name
-from ._conllu import (
-    _UPOS_OR_BLANK,
-    feats_error,
-    first_bad_tree,
-    parse_treebank,
-    sentence_word_lines,
-    tree_error,
-)
+from ._conllu import _UPOS_OR_BLANK, feats_error, parse_treebank, sentence_word_lines
 
 __all__ = ["read_conllu", "write_conllu"]
 

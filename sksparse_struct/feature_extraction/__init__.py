@@ -8,11 +8,12 @@ dependency parser's hashed arc features. Neither knows which model consumes its 
 chain in a :class:`~sklearn.pipeline.Pipeline`.
 """
 
-from ._arc_features import ArcFeatures, EncodedSentence
+from ._arc_features import ARC_PRESETS, ArcFeatures, EncodedSentence
 from ._token_features import CONLL2000_TEMPLATES, TokenFeatures
 from ._vectorizer import SequenceVectorizer
 
 __all__ = [
+    "ARC_PRESETS",
     "ArcFeatures",
     "CONLL2000_TEMPLATES",
     "EncodedSentence",

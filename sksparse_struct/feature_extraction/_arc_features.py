@@ -17,8 +17,12 @@ from sklearn.base import BaseEstimator, TransformerMixin
 
 from . import _arc_features_fast as fast
 
-__all__ = ["ArcFeatures", "EncodedSentence"]
+__all__ = ["ARC_PRESETS", "ArcFeatures", "EncodedSentence"]
 
+# The presets of ArcFeatures in the order of their codes in the compiled
+# kernels: ARC_PRESETS.index(name) is the code (fast.MST, fast.RICH).
+ARC_PRESETS = ("mst", "rich")
+# temporary alias: parsing/_parser.py still imports this name
 _PRESETS = {"mst": fast.MST, "rich": fast.RICH}
 _KEYS = ("form", "lemma", "upos", "xpos", "feats")
 # Reserved values of the root's attributes.
@@ -119,7 +123,8 @@ class ArcFeatures(TransformerMixin, BaseEstimator):
     Parameters
     ----------
     preset : {"rich", "mst"}, default="rich"
-        The feature templates.
+        The feature templates (the names in
+        :data:`~sksparse_struct.feature_extraction.ARC_PRESETS`).
     n_features : int, default=2**22
         Size of the hashed feature space, a power of two (the index of a
         feature is the low bits of its 64-bit hash).
@@ -163,9 +168,9 @@ class ArcFeatures(TransformerMixin, BaseEstimator):
         return tags
 
     def _check_params(self):
-        if not isinstance(self.preset, str) or self.preset not in _PRESETS:
+        if not isinstance(self.preset, str) or self.preset not in ARC_PRESETS:
             raise ValueError(
-                f"preset must be one of {sorted(_PRESETS)}, got {self.preset!r}."
+                f"preset must be one of {sorted(ARC_PRESETS)}, got {self.preset!r}."
             )
         n = self.n_features
         if (
@@ -280,7 +285,7 @@ class ArcFeatures(TransformerMixin, BaseEstimator):
             )
         out = np.empty(fast.max_arc_features(n), dtype=np.int64)
         k = fast.arc_features(
-            sentence.tokens, 0, n, int(head), int(modifier), _PRESETS[preset],
+            sentence.tokens, 0, n, int(head), int(modifier), ARC_PRESETS.index(preset),
             n_features - 1, out,
         )
         return out[:k].copy()

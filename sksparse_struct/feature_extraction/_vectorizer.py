@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..utils._sklearn_compat import _fit_context
+from ..utils._sklearn_compat import fit_context
 
 __all__ = ["SequenceVectorizer"]
 
@@ -467,7 +467,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         stacked.sum_duplicates()
         return stacked, np.asarray(lengths, dtype=np.int64)
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Learn the vocabulary of feature names.
 

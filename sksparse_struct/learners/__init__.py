@@ -1,15 +1,19 @@
-"""Optimisers that only see an objective or an online problem, never a model.
+"""Optimisers that only see an objective or an online problem, never a model or data.
 
-- :func:`minimize_lbfgs`: L-BFGS and OWL-QN on ``fun(x) -> (f, g)``.
-- :func:`minimize_online`: mini-batch AdaGrad (lazy L2, proximal L1,
-  averaging) and the averaged perceptron on an *online problem*: an object
-  that writes the sparse gradient of a mini-batch (see the module
-  ``_online`` for the interface).
+- :func:`minimize_lbfgs` (L-BFGS and OWL-QN) sees ``fun(x) -> (f, g)``.
+- :func:`newton_cg` (truncated Newton) sees ``loss_grad(w) -> (f, g)`` and a
+  Hessian-vector product ``hessp(v)``.
+- :func:`minimize_online` (mini-batch AdaGrad with lazy L2, proximal L1 and
+  averaging; the averaged perceptron) sees an *online problem*: an object
+  that writes the sparse gradient of a mini-batch into a
+  :class:`SparseGradient` (its interface is in the docstring of
+  :func:`minimize_online`'s module, ``learners/_online.py``).
 
 Internal-facing building blocks of the estimators, importable for reuse.
 """
 
 from ._lbfgs import LBFGSIteration, LBFGSResult, minimize_lbfgs
+from ._newton import newton_cg
 from ._online import OnlineEpoch, OnlineResult, SparseGradient, minimize_online
 
 __all__ = [
@@ -20,4 +24,5 @@ __all__ = [
     "SparseGradient",
     "minimize_lbfgs",
     "minimize_online",
+    "newton_cg",
 ]

@@ -14,18 +14,17 @@ from sklearn.utils.multiclass import check_classification_targets, unique_labels
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
 
-from ..losses._classification import (
-    SMOOTH_LOSS_NAMES,
-    _loss_hessp_rows,
-    _loss_rows,
-    fenchel_young_predict_proba,
-)
-from ._newton import newton_cg
+from ..losses import SMOOTH_LOSS_NAMES, fenchel_young_predict_proba
+
+# The unchecked per-row loss and Hessian product have no public name in
+# sksparse_struct.losses yet; import them from ..losses once they do.
+from ..losses._classification import _loss_hessp_rows, _loss_rows
+from ..learners import newton_cg
 from ..utils._sklearn_compat import (
     Interval,
     StrOptions,
-    _check_sample_weight,
-    _fit_context,
+    check_sample_weight,
+    fit_context,
     validate_data,
 )
 
@@ -249,7 +248,7 @@ class FenchelYoungClassifier(ClassifierMixin, BaseEstimator):
         self.warm_start = warm_start
         self.verbose = verbose
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         """Fit the model: minimise the objective described above.
 
@@ -290,7 +289,7 @@ class FenchelYoungClassifier(ClassifierMixin, BaseEstimator):
                 f"got 1 class ({classes[0]!r})."
             )
 
-        sample_weight = _check_sample_weight(
+        sample_weight = check_sample_weight(
             sample_weight, X, dtype=np.float64, ensure_non_negative=True
         )
         sample_weight = sample_weight * compute_class_weight(

@@ -16,10 +16,17 @@ punctuation, as the older CoNLL-X and MaltEval evaluations did, is an
 option.
 """
 
-import numbers
 from collections.abc import Mapping
 
 import numpy as np
+
+from ..utils import as_heads, is_labelled_pair
+
+# temporary alias: parsing/_parser.py still imports this name
+_as_heads = as_heads
+# temporary alias: parsing/_parser.py still imports this name
+_is_labelled_pair = is_labelled_pair
+
 __all__ = [
     "attachment_report",
     "exact_match_score",
@@ -59,47 +66,6 @@ def _as_sentence_list(x, name, what, example):
     return x
 
 
-def _as_heads(seq, name, i):
-    """One sentence's heads as an int64 array, checked to lie in [0, n]."""
-    try:
-        arr = np.asarray(seq)
-    except Exception as exc:  # ragged nesting and the like
-        raise ValueError(f"{name}[{i}] could not be read as heads: {exc}") from exc
-    if arr.ndim != 1:
-        raise ValueError(
-            f"{name}[{i}] must be a flat sequence of heads (one integer per "
-            f"word); got an array of shape {arr.shape}."
-        )
-    if arr.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
-        if isinstance(seq, np.ndarray):
-            raise ValueError(
-                f"heads must be integers (0 for the root, else a 1-based word "
-                f"index); {name}[{i}] is an array of dtype {arr.dtype}."
-            )
-        # Point at the first element that is not an integer.
-        j, value = next(
-            (j, value) for j, value in enumerate(seq)
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral))
-        raise ValueError(
-            f"heads must be integers (0 for the root, else a 1-based word "
-            f"index); {name}[{i}][{j}] (word {j + 1} of sentence {i}) is the "
-            f"{type(value).__name__} {value!r:.60}."
-        )
-    arr = arr.astype(np.int64, copy=False)
-    n = arr.shape[0]
-    bad = np.flatnonzero((arr < 0) | (arr > n))
-    if bad.size:
-        j = int(bad[0])
-        raise ValueError(
-            f"{name}[{i}][{j}] (word {j + 1} of sentence {i}) is {int(arr[j])}, "
-            f"outside [0, {n}]: a head is 0 for the root or the 1-based index "
-            f"of a word of the same sentence, which has {n} words."
-        )
-    return arr
-
-
 def _check_heads(heads_true, heads_pred):
     """Both head lists as lists of int64 arrays of matching lengths."""
     heads_true = _as_sentence_list(heads_true, "heads_true", "head sequences", _HEADS_EXAMPLE)
@@ -117,8 +83,8 @@ def _check_heads(heads_true, heads_pred):
                 f"sentence {i} has {len(seq_true)} words in heads_true but "
                 f"{len(seq_pred)} in heads_pred."
             )
-    heads_true = [_as_heads(seq, "heads_true", i) for i, seq in enumerate(heads_true)]
-    heads_pred = [_as_heads(seq, "heads_pred", i) for i, seq in enumerate(heads_pred)]
+    heads_true = [as_heads(seq, "heads_true", i) for i, seq in enumerate(heads_true)]
+    heads_pred = [as_heads(seq, "heads_pred", i) for i, seq in enumerate(heads_pred)]
     return heads_true, heads_pred
 
 
@@ -518,22 +484,10 @@ def attachment_report(heads_true, heads_pred, deprels_true=None, deprels_pred=No
 # ---------------------------------------------------------------------------
 
 
-def _is_labelled_pair(item):
-    """Whether one sentence's target is a ``(heads, deprels)`` pair.
-
-    A head sequence holds integers, never sequences, so a pair is told apart
-    by its second element being a sequence.
-    """
-    if isinstance(item, (str, bytes)) or not hasattr(item, "__len__") or len(item) != 2:
-        return False
-    second = item[1]
-    return not isinstance(second, (str, bytes)) and hasattr(second, "__len__")
-
-
 def _split_target(y, labelled):
     """``y`` as ``(heads, deprels)``: y is head sequences or (heads, deprels) pairs."""
     y = _as_sentence_list(y, "y", "head sequences or (heads, deprels) pairs", _HEADS_EXAMPLE)
-    pairs = [_is_labelled_pair(item) for item in y]
+    pairs = [is_labelled_pair(item) for item in y]
     if y and all(pairs):
         return [item[0] for item in y], [item[1] for item in y]
     if any(pairs):

@@ -1,5 +1,7 @@
-"""Utilities shared across sksparse_struct: numba defaults, validation, sklearn glue."""
+"""Utilities shared across sksparse_struct: numba defaults, sklearn glue, and the
+validation of arrays and of dependency heads."""
 
+from ._heads import as_heads, first_bad_tree, is_labelled_pair, tree_error
 from ._numba import njit
 from ._validation import (
     as_float_rows,
@@ -15,6 +17,10 @@ from ._validation import (
 
 __all__ = [
     "njit",
+    "as_heads",
+    "first_bad_tree",
+    "is_labelled_pair",
+    "tree_error",
     "as_float_rows",
     "as_real_array",
     "check_backward_inputs",

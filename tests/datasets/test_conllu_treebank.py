@@ -14,12 +14,8 @@ from hypothesis import strategies as st
 
 from sksparse_struct.datasets import load_ewt_sample, read_conllu, write_conllu
 from sksparse_struct.datasets._conll import _feats_text
-from sksparse_struct.datasets._conllu import (
-    UPOS_TAGS,
-    first_bad_tree,
-    parse_conllu,
-    tree_error,
-)
+from sksparse_struct.datasets._conllu import UPOS_TAGS, parse_conllu
+from sksparse_struct.utils import first_bad_tree, tree_error
 
 # Hand-written: a multiword token (2-3), an empty node (5.1), a bare comment,
 # a comment with "=" in its value, and a second sentence with MISC.

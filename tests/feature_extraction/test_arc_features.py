@@ -5,7 +5,7 @@ import pickle
 import numpy as np
 import pytest
 
-from sksparse_struct.feature_extraction import ArcFeatures, EncodedSentence
+from sksparse_struct.feature_extraction import ARC_PRESETS, ArcFeatures, EncodedSentence
 from sksparse_struct.feature_extraction import _arc_features_fast as fast
 
 
@@ -208,3 +208,35 @@ def test_feats_as_dict_equal_the_conllu_string():
                                   af.transform([as_dict])[0].tokens)
     np.testing.assert_array_equal(af.transform([empty])[0].tokens,
                                   af.transform([missing])[0].tokens)
+
+
+# --------------------------------------------------------------------------
+# ARC_PRESETS: the preset names, in the order of the kernels' codes
+
+
+def test_arc_presets_are_in_the_order_of_the_kernel_codes():
+    assert ARC_PRESETS == ("mst", "rich")
+    assert ARC_PRESETS.index("mst") == fast.MST == 0
+    assert ARC_PRESETS.index("rich") == fast.RICH == 1
+
+
+def test_arc_presets_are_the_accepted_presets():
+    sent = [{"form": "Dogs", "upos": "NOUN"}, {"form": "bark", "upos": "VERB"}]
+    for preset in ARC_PRESETS:
+        enc = ArcFeatures(preset=preset).fit_transform([sent])[0]
+        assert enc.preset == preset
+    with pytest.raises(ValueError, match=r"^preset must be one of \['mst', 'rich'\], "
+                       r"got 'turbo'\.$"):
+        ArcFeatures(preset="turbo").fit([sent])
+    # A preset's code selects its templates in the kernels.
+    n_mst = ArcFeatures(preset="mst").arc_feature_indices(enc, 2, 1).shape[0]
+    out = np.empty(fast.max_arc_features(2), dtype=np.int64)
+    k = fast.arc_features(enc.tokens, 0, 2, 2, 1, ARC_PRESETS.index("mst"), 2**22 - 1, out)
+    assert k == n_mst < ArcFeatures(preset="rich").arc_feature_indices(enc, 2, 1).shape[0]
+
+
+def test_old_preset_table():
+    # Temporary alias for parsing/_parser.py: delete this test with it.
+    from sksparse_struct.feature_extraction._arc_features import _PRESETS
+
+    assert _PRESETS == {name: code for code, name in enumerate(ARC_PRESETS)}

@@ -10,8 +10,7 @@ weights (hash collisions included).
 import numpy as np
 import pytest
 
-from sksparse_struct.feature_extraction import ArcFeatures
-from sksparse_struct.feature_extraction._arc_features import _PRESETS as ARC_PRESET_CODES
+from sksparse_struct.feature_extraction import ARC_PRESETS, ArcFeatures
 from sksparse_struct.learners import SparseGradient
 from sksparse_struct.learners._online_fast import aligned_zeros
 from sksparse_struct.losses._kinds_fast import LOSS_KINDS as KINDS
@@ -56,7 +55,7 @@ def _train_part(kind, projective, treebank, n_labels, w, min_gradient=0.0, seed=
     ids = np.arange(n_sent, dtype=np.int64)
     losses = np.zeros(n_sent)
     label_losses = np.zeros(n_sent)
-    model = ArcModel(preset=np.int64(ARC_PRESET_CODES["rich"]), mask=np.int64(nf - 1),
+    model = ArcModel(preset=np.int64(ARC_PRESETS.index("rich")), mask=np.int64(nf - 1),
                      n_labels=np.int64(n_labels), root_label=np.int64(-1),
                      keys=np.zeros(0, dtype=np.int64), use_filter=np.bool_(False),
                      projective=np.bool_(projective), single_root=np.bool_(True))

@@ -75,6 +75,26 @@ def newton_cg(loss_grad, hessp, w0, *, tol, max_iter, callback=None):
     info : dict
         ``value``, ``grad_max``, ``n_iter`` and ``status``: 0 converged,
         1 ``max_iter`` reached, 2 the line search found no decrease.
+
+    See Also
+    --------
+    minimize_lbfgs : A quasi-Newton method, which only needs the gradient.
+
+    Examples
+    --------
+    A convex quadratic ``0.5 w'Aw - b'w``, whose minimiser solves ``Aw = b``:
+
+    >>> import numpy as np
+    >>> from sksparse_struct.learners import newton_cg
+    >>> A = np.array([[3.0, 1.0], [1.0, 2.0]])
+    >>> b = np.array([1.0, 1.0])
+    >>> def loss_grad(w):
+    ...     return 0.5 * w @ A @ w - b @ w, A @ w - b
+    >>> w, info = newton_cg(loss_grad, lambda v: A @ v, np.zeros(2), tol=1e-10, max_iter=20)
+    >>> w
+    array([0.2, 0.4])
+    >>> info["status"], round(float(info["value"]), 10)
+    (0, -0.3)
     """
     w = np.array(w0, dtype=np.float64)
     value, grad = loss_grad(w)
