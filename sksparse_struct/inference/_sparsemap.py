@@ -33,10 +33,11 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ..structures._base import Structure
-from ..structures._projective import _no_tree_error as _no_projective_tree_error
-from ..structures._sequence import Sequence
-from ..structures._tree import DependencyTree, _no_tree_error
+from ..structures import DependencyTree, Sequence, Structure
+from ..structures._projective import no_projective_tree_error
+from ..structures._sequence import kernel_inputs as sequence_kernel_inputs
+from ..structures._sequence import raise_infeasible as raise_no_sequence
+from ..structures._tree import no_tree_error, tree_options
 from ..utils._validation import check_positive_scalar
 from ._sparsemap_fast import (
     active_set_projective_tree,
@@ -500,15 +501,15 @@ def _solve_active_set_tree(structure, parts, max_iter, tol):
     more than the oracle on trees of tens of words. The kernel follows
     ``structure.projective``: Eisner or Chu-Liu-Edmonds as the oracle.
     """
-    projective, single_root = structure._options()
+    projective, single_root = tree_options(structure)
     kernel = active_set_projective_tree if projective else active_set_tree
     M, H, theta, p, k, n_iter, gap, converged, status = kernel(
         parts.eta_u, parts.context, np.bool_(single_root), max_iter, tol, _DEPENDENT_TOL
     )
     if status == 1:
         if projective:
-            raise _no_projective_tree_error(single_root)
-        raise _no_tree_error(single_root)
+            raise no_projective_tree_error(single_root)
+        raise no_tree_error(single_root)
     if status == 2:
         raise _all_forbidden_error(structure)
     support = _compiled_support(M, np.zeros((M.shape[0], 0)), H, theta, p, k)
@@ -521,12 +522,12 @@ def _solve_active_set_sequence(structure, parts, max_iter, tol):
     Same steps and stopping rules as the generic loop, with Viterbi as the
     oracle (``active_set_sequence``).
     """
-    unary, trans = structure._kernel_inputs(parts, parts.eta_u, parts.eta_v)
+    unary, trans = sequence_kernel_inputs(parts, parts.eta_u, parts.eta_v)
     M, N, Y, theta, p, k, n_iter, gap, converged, status = active_set_sequence(
         unary, trans, max_iter, tol, _DEPENDENT_TOL
     )
     if status == 1:
-        structure._raise_infeasible(unary, trans)
+        raise_no_sequence(unary, trans)
     if status == 2:
         raise _all_forbidden_error(structure)
     return _compiled_support(M, N, Y, theta, p, k), n_iter, gap, converged
@@ -549,7 +550,7 @@ def _fast_tree(structure, method, init):
         method == "active_set"
         and init is None
         and type(structure) is DependencyTree
-        and not structure._options()[0]
+        and not tree_options(structure)[0]
     )
 
 
@@ -560,7 +561,7 @@ def _fast_projective_tree(structure, method, init):
         method == "active_set"
         and init is None
         and type(structure) is DependencyTree
-        and structure._options()[0]
+        and tree_options(structure)[0]
     )
 
 
