@@ -116,7 +116,8 @@ def test_modified_scores_solve_the_modified_problem():
     cost = rng.uniform(size=(4, 4))
     structure = DependencyTree()
     parts = structure.encode(scores)
-    shifted = dataclasses.replace(parts, eta_u=parts.eta_u + structure.decode_backward(cost, parts)[0])
+    flat_cost, _ = structure.decode_backward(cost, parts)
+    shifted = dataclasses.replace(parts, eta_u=parts.eta_u + flat_cost)
     result = sparsemap_parts(structure, shifted)
     expected = sparsemap(structure, scores + cost)
     np.testing.assert_allclose(result.u, expected.u, atol=1e-12)
@@ -154,7 +155,8 @@ def _sequence_parts():
         (dataclasses.replace(_sequence_parts(), eta_u=np.zeros(6, dtype=np.float32)),
          r"parts.eta_u must be a 1-D float64 array, got an array of dtype float32"),
         (dataclasses.replace(_sequence_parts(), eta_v=np.zeros((2, 2))),
-         r"parts.eta_v must be a 1-D float64 array, got an array of dtype float64 and shape \(2, 2\)"),
+         r"parts.eta_v must be a 1-D float64 array, got an array of dtype float64 and "
+         r"shape \(2, 2\)"),
         (dataclasses.replace(_sequence_parts(), eta_u=np.r_[0.0, np.nan, np.zeros(4)]),
          "parts.eta_u contains NaN at index 1"),
         (dataclasses.replace(_sequence_parts(), eta_v=np.r_[0.0, 0.0, np.inf, 0.0]),
