@@ -37,7 +37,7 @@ _SPARSEMAP_LOSSES = ("sparsemap", "margin_sparsemap")
 
 
 def structured_loss(structure, *potentials, y, loss="crf", cost=None, sparsemap_options=None):
-    r"""Value and gradient of a structured loss for one instance.
+    """Value and gradient of a structured loss for one instance.
 
     With ``parts = structure.encode(*potentials)``, flat scores ``eta_u``
     (unary parts) and ``eta_v`` (higher-order parts), the gold indicators
