@@ -5,6 +5,7 @@ from ._sparsemap import (
     sparsemap,
     sparsemap_backward,
     sparsemap_distribution_backward,
+    sparsemap_parts,
 )
 
 __all__ = [
@@ -12,4 +13,5 @@ __all__ = [
     "sparsemap",
     "sparsemap_backward",
     "sparsemap_distribution_backward",
+    "sparsemap_parts",
 ]

@@ -27,16 +27,18 @@ Python loop stays the generic reference.
 The conditional-gradient variants (App. B.1) are slower references, in NumPy.
 """
 
+import dataclasses
 import numbers
 import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ..structures._base import Structure
-from ..structures._projective import _no_tree_error as _no_projective_tree_error
-from ..structures._sequence import Sequence
-from ..structures._tree import DependencyTree, _no_tree_error
+from ..structures import DependencyTree, Parts, Sequence, Structure
+from ..structures._projective import no_projective_tree_error
+from ..structures._sequence import kernel_inputs as sequence_kernel_inputs
+from ..structures._sequence import raise_infeasible as raise_no_sequence
+from ..structures._tree import no_tree_error, tree_options
 from ..utils._validation import check_positive_scalar
 from ._sparsemap_fast import (
     active_set_projective_tree,
@@ -52,6 +54,7 @@ from ._sparsemap_fast import (
 __all__ = [
     "SparseMAPResult",
     "sparsemap",
+    "sparsemap_parts",
     "sparsemap_backward",
     "sparsemap_distribution_backward",
 ]
@@ -500,15 +503,15 @@ def _solve_active_set_tree(structure, parts, max_iter, tol):
     more than the oracle on trees of tens of words. The kernel follows
     ``structure.projective``: Eisner or Chu-Liu-Edmonds as the oracle.
     """
-    projective, single_root = structure._options()
+    projective, single_root = tree_options(structure)
     kernel = active_set_projective_tree if projective else active_set_tree
     M, H, theta, p, k, n_iter, gap, converged, status = kernel(
         parts.eta_u, parts.context, np.bool_(single_root), max_iter, tol, _DEPENDENT_TOL
     )
     if status == 1:
         if projective:
-            raise _no_projective_tree_error(single_root)
-        raise _no_tree_error(single_root)
+            raise no_projective_tree_error(single_root)
+        raise no_tree_error(single_root)
     if status == 2:
         raise _all_forbidden_error(structure)
     support = _compiled_support(M, np.zeros((M.shape[0], 0)), H, theta, p, k)
@@ -521,12 +524,12 @@ def _solve_active_set_sequence(structure, parts, max_iter, tol):
     Same steps and stopping rules as the generic loop, with Viterbi as the
     oracle (``active_set_sequence``).
     """
-    unary, trans = structure._kernel_inputs(parts, parts.eta_u, parts.eta_v)
+    unary, trans = sequence_kernel_inputs(parts, parts.eta_u, parts.eta_v)
     M, N, Y, theta, p, k, n_iter, gap, converged, status = active_set_sequence(
         unary, trans, max_iter, tol, _DEPENDENT_TOL
     )
     if status == 1:
-        structure._raise_infeasible(unary, trans)
+        raise_no_sequence(unary, trans)
     if status == 2:
         raise _all_forbidden_error(structure)
     return _compiled_support(M, N, Y, theta, p, k), n_iter, gap, converged
@@ -549,7 +552,7 @@ def _fast_tree(structure, method, init):
         method == "active_set"
         and init is None
         and type(structure) is DependencyTree
-        and not structure._options()[0]
+        and not tree_options(structure)[0]
     )
 
 
@@ -560,7 +563,7 @@ def _fast_projective_tree(structure, method, init):
         method == "active_set"
         and init is None
         and type(structure) is DependencyTree
-        and structure._options()[0]
+        and tree_options(structure)[0]
     )
 
 
@@ -705,13 +708,163 @@ default="active_set"
     >>> [(y, round(p, 3)) for y, p in result.support]
     [(0, 0.6), (1, 0.4)]
     """
+    max_iter, tol = _check_solver(structure, method, max_iter, tol)
+    parts = structure.encode(*potentials)
+    return _solve(structure, parts, method, max_iter, tol, init, "sparsemap")
+
+
+def sparsemap_parts(structure, parts, *, method="active_set", max_iter=None, tol=None,
+                    init=None):
+    """SparseMAP on potentials already encoded as flat part scores.
+
+    ``sparsemap(structure, *potentials, ...)`` is
+    ``sparsemap_parts(structure, structure.encode(*potentials), ...)``: the
+    same solvers and the same result, bit for bit. Use this entry point when
+    the scores to solve with are not the user's potentials but a modification
+    of their flat encoding, e.g. the scores plus a cost in a cost-augmented
+    loss (:func:`sksparse_struct.losses.structured_loss`), without going back
+    through the structure's potentials.
+
+    Parameters
+    ----------
+    structure : Structure
+        The structure ``parts`` was encoded by.
+    parts : Parts
+        Flat part scores: ``eta_u`` and ``eta_v`` 1-D float64 arrays of the
+        lengths ``structure.encode`` gives for ``parts.context`` (``-inf``
+        forbids a part; NaN and ``+inf`` are rejected), typically
+        ``dataclasses.replace(structure.encode(*potentials), eta_u=...)``.
+    method : {"active_set", "frank_wolfe", "away_step", "pairwise"}, \
+default="active_set"
+        Solver, as in :func:`sparsemap`.
+    max_iter : int or None, default=None
+        Maximum number of iterations, as in :func:`sparsemap`.
+    tol : float or None, default=None
+        Relative tolerance on the Wolfe gap, as in :func:`sparsemap`.
+    init : SparseMAPResult or list of structure values, default=None
+        Warm start, as in :func:`sparsemap`.
+
+    Returns
+    -------
+    result : SparseMAPResult
+        As :func:`sparsemap` returns it; ``result.parts`` is ``parts`` (a
+        C-contiguous copy if its arrays were not contiguous), so the backward
+        passes give gradients with respect to the potentials ``parts`` came
+        from, through ``structure.encode_backward``.
+
+    Raises
+    ------
+    ValueError
+        If ``parts`` is not a :class:`~sksparse_struct.structures.Parts`, its
+        score vectors are not 1-D float64 arrays, contain NaN or ``+inf``, or
+        do not have the lengths the structure decodes for ``parts.context``;
+        and for the same reasons as :func:`sparsemap`.
+
+    See Also
+    --------
+    sparsemap : the same from the structure's potentials.
+
+    Notes
+    -----
+    The lengths are checked by decoding zero vectors into the structure's
+    marginals layout and mapping that back with ``structure.decode_backward``:
+    a constant number of array operations for the structures of the package,
+    one ``decode`` per part for a structure that keeps the generic
+    ``decode_backward``.
+
+    Examples
+    --------
+    On the encoded potentials themselves, this is :func:`sparsemap`:
+
+    >>> import dataclasses
+    >>> import numpy as np
+    >>> from sksparse_struct.inference import sparsemap, sparsemap_parts
+    >>> from sksparse_struct.structures import Sequence
+    >>> seq = Sequence()
+    >>> unary, transitions = [[1.0, 0.2], [0.3, 0.6], [0.0, 1.0]], np.zeros((2, 2))
+    >>> parts = seq.encode(unary, transitions)
+    >>> result = sparsemap_parts(seq, parts)
+    >>> [(y.tolist(), round(p, 3)) for y, p in result.support]
+    [([0, 1, 1], 0.65), ([0, 0, 1], 0.25), ([1, 0, 1], 0.1)]
+    >>> bool(np.array_equal(result.u, sparsemap(seq, unary, transitions).u))
+    True
+
+    The maximization inside a cost-augmented loss adds a cost to the unary
+    scores, here 1 on every label the gold sequence ``[0, 0, 1]`` does not
+    use; the mass moves to sequences that differ from it:
+
+    >>> m_gold, _ = seq.indicators([0, 0, 1], parts)
+    >>> augmented = dataclasses.replace(parts, eta_u=parts.eta_u + (1.0 - m_gold))
+    >>> [(y.tolist(), round(p, 3)) for y, p in sparsemap_parts(seq, augmented).support]
+    [([1, 1, 0], 0.5), ([0, 1, 1], 0.4), ([1, 1, 1], 0.1)]
+    """
+    max_iter, tol = _check_solver(structure, method, max_iter, tol)
+    parts = _check_parts(structure, parts)
+    return _solve(structure, parts, method, max_iter, tol, init, "sparsemap_parts")
+
+
+def _check_solver(structure, method, max_iter, tol):
+    """Validate the solver arguments; ``(max_iter, tol)`` with defaults filled in."""
     _check_structure(structure)
     if not isinstance(method, str) or method not in _METHOD_DEFAULTS:
         raise ValueError(f"method must be one of {sorted(_METHOD_DEFAULTS)}, got {method!r}.")
     default_iter, default_tol = _METHOD_DEFAULTS[method]
     max_iter = default_iter if max_iter is None else _check_max_iter(max_iter)
     tol = default_tol if tol is None else check_positive_scalar(tol, "tol")
-    parts = structure.encode(*potentials)
+    return max_iter, tol
+
+
+def _check_parts(structure, parts):
+    """Validate user-given flat scores (``encode`` output needs no check)."""
+    if not isinstance(parts, Parts):
+        raise ValueError(
+            "parts must be a sksparse_struct.structures.Parts (as structure.encode "
+            f"returns), got {type(parts).__name__}."
+        )
+    arrays = {}
+    for name in ("eta_u", "eta_v"):
+        eta = getattr(parts, name)
+        if not isinstance(eta, np.ndarray) or eta.ndim != 1 or eta.dtype != np.float64:
+            what = (
+                f"an array of dtype {eta.dtype} and shape {eta.shape}"
+                if isinstance(eta, np.ndarray) else f"a {type(eta).__name__}"
+            )
+            raise ValueError(f"parts.{name} must be a 1-D float64 array, got {what}.")
+        bad = np.isnan(eta) | (eta == np.inf)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            what = "NaN" if np.isnan(eta[i]) else "+inf"
+            raise ValueError(
+                f"parts.{name} contains {what} at index {i}; scores must be finite, "
+                "or -inf to forbid a part."
+            )
+        # The compiled solvers take the arrays as they are: give them the
+        # contiguous layout they are compiled for.
+        arrays[name] = np.ascontiguousarray(eta)
+    if parts.eta_u.shape[0] == 0:
+        raise ValueError("parts.eta_u is empty: a structure has at least one unary part.")
+    n_u, n_v = parts.eta_u.shape[0], parts.eta_v.shape[0]
+    # decode reshapes (or scatters) flat vectors of the lengths encode gives
+    # for this context, and decode_backward is its adjoint: the round trip
+    # must give vectors of the same lengths back.
+    try:
+        layout = structure.decode(np.zeros(n_u), np.zeros(n_v), parts)
+        d_u, d_v = structure.decode_backward(layout, parts)
+        consistent = np.shape(d_u) == (n_u,) and np.shape(d_v) == (n_v,)
+    except (ValueError, TypeError, IndexError):
+        consistent = False
+    if not consistent:
+        raise ValueError(
+            f"parts.eta_u has {n_u} and parts.eta_v {n_v} entries, which are not the "
+            f"lengths {structure!r} encodes for the context {parts.context!r}."
+        )
+    if any(arrays[name] is not getattr(parts, name) for name in arrays):
+        parts = dataclasses.replace(parts, **arrays)
+    return parts
+
+
+def _solve(structure, parts, method, max_iter, tol, init, caller):
+    """The solvers behind :func:`sparsemap` and :func:`sparsemap_parts`."""
     if _fast_tree(structure, method, init) or _fast_projective_tree(structure, method, init):
         support, n_iter, gap, converged = _solve_active_set_tree(
             structure, parts, max_iter, tol
@@ -737,10 +890,10 @@ default="active_set"
         # Report the gap at the point returned (one more oracle call).
         _, _, gap = _linear_gap(structure, parts, support, u)
         warnings.warn(
-            f"sparsemap (method={method!r}) did not converge in max_iter={max_iter} "
+            f"{caller} (method={method!r}) did not converge in max_iter={max_iter} "
             f"iterations: Wolfe gap {gap:.3g}; increase max_iter.",
             ConvergenceWarning,
-            stacklevel=2,
+            stacklevel=3,  # the caller of sparsemap / sparsemap_parts
         )
     objective = float(support.theta[:k] @ p - 0.5 * (u @ u))
     return SparseMAPResult(

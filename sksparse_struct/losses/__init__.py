@@ -1,9 +1,15 @@
-"""Fenchel-Young losses.
+"""Losses: Fenchel-Young losses for classification, structured losses.
 
 ``fenchel_young_loss`` gives the loss values and their gradients with respect
 to the scores for multiclass classification (softmax / multinomial logistic,
 sparsemax, 1.5-entmax, perceptron and Crammer-Singer hinge losses);
 ``fenchel_young_predict_proba`` gives the matching prediction.
+
+``structured_loss`` gives the value and the gradients of one structured loss
+(CRF, perceptron, hinge, SparseMAP and margin SparseMAP, named in
+``STRUCTURED_LOSSES``) for any :class:`~sksparse_struct.structures.Structure`,
+through its MAP oracle, marginals or SparseMAP; ``SparseMAPOptions`` holds the
+settings of the SparseMAP solver it runs.
 """
 
 from ._classification import (
@@ -12,10 +18,15 @@ from ._classification import (
     fenchel_young_loss,
     fenchel_young_predict_proba,
 )
+from ._kinds_fast import STRUCTURED_LOSSES, SparseMAPOptions
+from ._structured import structured_loss
 
 __all__ = [
     "LOSS_NAMES",
     "SMOOTH_LOSS_NAMES",
+    "STRUCTURED_LOSSES",
+    "SparseMAPOptions",
     "fenchel_young_loss",
     "fenchel_young_predict_proba",
+    "structured_loss",
 ]

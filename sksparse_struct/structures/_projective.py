@@ -24,14 +24,20 @@ import numpy as np
 
 from ._projective_fast import eisner, inside_outside, inside_outside_jvp
 
-__all__ = ["eisner_map", "projective_marginals", "projective_marginals_backward"]
+__all__ = [
+    "eisner_map",
+    "no_projective_tree_error",
+    "projective_marginals",
+    "projective_marginals_backward",
+]
 
 
 def _as_scores(scores):
     return np.ascontiguousarray(scores, dtype=np.float64)
 
 
-def _no_tree_error(single_root):
+def no_projective_tree_error(single_root):
+    """The error for scores that leave no (single-rooted) projective tree."""
     rooted = " with a single root word" if single_root else ""
     return ValueError(
         f"no projective dependency tree{rooted} has a finite score: the "
@@ -87,7 +93,7 @@ def eisner_map(scores, single_root):
     heads = np.empty(scores.shape[0], dtype=np.int64)
     best = eisner(scores, bool(single_root), heads)
     if not best > -np.inf:
-        raise _no_tree_error(single_root)
+        raise no_projective_tree_error(single_root)
     return heads
 
 
@@ -140,7 +146,7 @@ def projective_marginals(scores, single_root):
     marginals = np.empty_like(scores)
     log_z = inside_outside(scores, bool(single_root), marginals)
     if not log_z > -np.inf:
-        raise _no_tree_error(single_root)
+        raise no_projective_tree_error(single_root)
     return marginals, float(log_z)
 
 
@@ -199,5 +205,5 @@ def projective_marginals_backward(scores, single_root, d_arc_marginals):
     d_scores = np.empty_like(scores)
     log_z = inside_outside_jvp(scores, bool(single_root), direction, d_scores)
     if not log_z > -np.inf:
-        raise _no_tree_error(single_root)
+        raise no_projective_tree_error(single_root)
     return d_scores

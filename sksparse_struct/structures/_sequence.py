@@ -9,7 +9,7 @@ from ..utils._validation import as_real_array
 from ._base import Parts, Structure
 from ._sequence_fast import first_dead_position, forward_backward, marginals_vjp, viterbi
 
-__all__ = ["Sequence"]
+__all__ = ["Sequence", "kernel_inputs", "raise_infeasible"]
 
 
 def _as_score_array(x, name, ndim):
@@ -158,10 +158,10 @@ class Sequence(Structure):
 
     def oracle(self, parts, eta_u, eta_v):
         """Viterbi on flat scores; see :meth:`map` for the tie-breaking rule."""
-        unary, trans = self._kernel_inputs(parts, eta_u, eta_v)
+        unary, trans = kernel_inputs(parts, eta_u, eta_v)
         labels, best = viterbi(unary, trans)
         if best == -np.inf:
-            self._raise_infeasible(unary, trans)
+            raise_infeasible(unary, trans)
         m, n = self._indicators_unchecked(labels, parts)
         return labels, m, n
 
@@ -253,10 +253,10 @@ class Sequence(Structure):
             On invalid input, or if every sequence has score ``-inf``.
         """
         parts = self.encode(unary, transitions, start, end)
-        unary_k, trans = self._kernel_inputs(parts, parts.eta_u, parts.eta_v)
+        unary_k, trans = kernel_inputs(parts, parts.eta_u, parts.eta_v)
         labels, best = viterbi(unary_k, trans)
         if best == -np.inf:
-            self._raise_infeasible(unary_k, trans)
+            raise_infeasible(unary_k, trans)
         return labels
 
     def score(self, value, unary, transitions, start=None, end=None):
@@ -293,10 +293,10 @@ class Sequence(Structure):
             On invalid input, or if every sequence has score ``-inf``.
         """
         parts = self.encode(unary, transitions, start, end)
-        unary_k, trans = self._kernel_inputs(parts, parts.eta_u, parts.eta_v)
+        unary_k, trans = kernel_inputs(parts, parts.eta_u, parts.eta_v)
         mu, xi, log_z = forward_backward(unary_k, trans)
         if log_z == -np.inf:
-            self._raise_infeasible(unary_k, trans)
+            raise_infeasible(unary_k, trans)
         return mu, xi, float(log_z)
 
     def marginals_backward(
@@ -355,20 +355,13 @@ class Sequence(Structure):
             d_xi = np.zeros((K, K))
         else:
             d_xi = _as_gradient_array(d_transition_marginals, "d_transition_marginals", (K, K))
-        unary_k, trans = self._kernel_inputs(parts, parts.eta_u, parts.eta_v)
+        unary_k, trans = kernel_inputs(parts, parts.eta_u, parts.eta_v)
         d_u, d_t, log_z = marginals_vjp(unary_k, trans, d_mu, d_xi)
         if log_z == -np.inf:
-            self._raise_infeasible(unary_k, trans)
+            raise_infeasible(unary_k, trans)
         return self.encode_backward(d_u.ravel(), d_t.ravel(), parts)
 
     # --- helpers --------------------------------------------------------------
-
-    @staticmethod
-    def _kernel_inputs(parts, eta_u, eta_v):
-        n, K = parts.context[:2]
-        unary = np.ascontiguousarray(eta_u, dtype=np.float64).reshape(n, K)
-        trans = np.ascontiguousarray(eta_v, dtype=np.float64).reshape(K, K)
-        return unary, trans
 
     @staticmethod
     def _indicators_unchecked(labels, parts):
@@ -378,17 +371,35 @@ class Sequence(Structure):
         counts = np.bincount(labels[:-1] * K + labels[1:], minlength=K * K)
         return m, counts.astype(np.float64)
 
-    @staticmethod
-    def _raise_infeasible(unary, trans):
-        i = int(first_dead_position(unary, trans))
-        if i < 0:
-            # Some sequence uses allowed parts only, yet its score is -inf.
-            raise ValueError(
-                "no label sequence has a finite score: the sums of the scores "
-                "overflow float64 (scores of magnitude near 1e308)."
-            )
+
+def kernel_inputs(parts, eta_u, eta_v):
+    """Flat Sequence scores as the ``(n, K)`` and ``(K, K)`` arrays the kernels take.
+
+    ``parts`` gives the shapes; ``eta_u`` and ``eta_v`` are flat scores of
+    its lengths (e.g. ``parts.eta_u - u`` inside SparseMAP). The arrays are
+    C-contiguous float64 (views when the inputs already are).
+    """
+    n, K = parts.context[:2]
+    unary = np.ascontiguousarray(eta_u, dtype=np.float64).reshape(n, K)
+    trans = np.ascontiguousarray(eta_v, dtype=np.float64).reshape(K, K)
+    return unary, trans
+
+
+def raise_infeasible(unary, trans):
+    """Raise the ValueError for Sequence scores that leave no finite-score sequence.
+
+    ``unary`` and ``trans`` are the kernel inputs (:func:`kernel_inputs`);
+    the message names the first position with no possible label.
+    """
+    i = int(first_dead_position(unary, trans))
+    if i < 0:
+        # Some sequence uses allowed parts only, yet its score is -inf.
         raise ValueError(
-            "no label sequence has a finite score: the -inf (forbidden) unary, "
-            f"transition, start and end scores leave no possible label at "
-            f"position {i}."
+            "no label sequence has a finite score: the sums of the scores "
+            "overflow float64 (scores of magnitude near 1e308)."
         )
+    raise ValueError(
+        "no label sequence has a finite score: the -inf (forbidden) unary, "
+        f"transition, start and end scores leave no possible label at "
+        f"position {i}."
+    )

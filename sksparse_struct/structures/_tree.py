@@ -26,7 +26,7 @@ from ._nonprojective_fast import (
     matrix_tree_marginals_rooted_log,
 )
 
-__all__ = ["DependencyTree"]
+__all__ = ["DependencyTree", "no_tree_error", "tree_options"]
 
 
 # n -> (heads, mods) of the arcs in the part order; read-only, shared by all
@@ -143,12 +143,27 @@ def check_heads(heads, n_words, single_root, name="heads"):
     return arr
 
 
-def _no_tree_error(single_root):
+def no_tree_error(single_root):
+    """The error for scores that leave no (single-rooted) non-projective tree."""
     rooted = " with a single word attached to the root" if single_root else ""
     return ValueError(
         f"no dependency tree{rooted} has a finite score: the arcs that are not "
         "-inf cannot connect every word to the root" + (" through one word." if single_root else ".")
     )
+
+
+def tree_options(tree):
+    """``(projective, single_root)`` of a :class:`DependencyTree`, validated.
+
+    As with scikit-learn parameters, the options are validated where they
+    are used rather than in ``__init__``: every caller that branches on them
+    (the structure's methods, SparseMAP's compiled paths) goes through here.
+    """
+    if not isinstance(tree.projective, (bool, np.bool_)):
+        raise ValueError(f"projective must be True or False, got {tree.projective!r}.")
+    if not isinstance(tree.single_root, (bool, np.bool_)):
+        raise ValueError(f"single_root must be True or False, got {tree.single_root!r}.")
+    return bool(tree.projective), bool(tree.single_root)
 
 
 class DependencyTree(Structure):
@@ -230,22 +245,15 @@ class DependencyTree(Structure):
 
     # -- helpers -------------------------------------------------------------
 
-    def _options(self):
-        if not isinstance(self.projective, (bool, np.bool_)):
-            raise ValueError(f"projective must be True or False, got {self.projective!r}.")
-        if not isinstance(self.single_root, (bool, np.bool_)):
-            raise ValueError(f"single_root must be True or False, got {self.single_root!r}.")
-        return bool(self.projective), bool(self.single_root)
-
     def _map_matrix(self, scores):
-        projective, single_root = self._options()
+        projective, single_root = tree_options(self)
         if projective:
             from ._projective import eisner_map
 
             return np.asarray(eisner_map(scores, single_root), dtype=np.int64)
         heads = np.empty(scores.shape[0], dtype=np.int64)
         if not chu_liu_edmonds(scores, single_root, heads):
-            raise _no_tree_error(single_root)
+            raise no_tree_error(single_root)
         return heads
 
     # -- public API ----------------------------------------------------------
@@ -291,7 +299,7 @@ class DependencyTree(Structure):
         log_z : float
             Log of the sum of ``exp(score)`` over all trees.
         """
-        projective, single_root = self._options()
+        projective, single_root = tree_options(self)
         scores = _check_arc_scores(scores)
         if projective:
             from ._projective import projective_marginals
@@ -340,7 +348,7 @@ class DependencyTree(Structure):
         subtraction-free ``O(n^4)`` marginals, accurate in every regime the
         marginals handle (strong cycles, ``1e4`` scores, forbidden arcs).
         """
-        projective, single_root = self._options()
+        projective, single_root = tree_options(self)
         scores = _check_arc_scores(scores)
         d = np.asarray(d_arc_marginals, dtype=np.float64)
         if d.shape != scores.shape:
@@ -398,7 +406,7 @@ class DependencyTree(Structure):
 
     def oracle(self, parts, eta_u, eta_v):
         n = parts.context
-        projective, single_root = self._options()
+        projective, single_root = tree_options(self)
         if projective:
             scores = np.full((n + 1, n + 1), -np.inf)
             scores[_arc_index(n)] = eta_u
@@ -412,11 +420,11 @@ class DependencyTree(Structure):
             np.ascontiguousarray(eta_u, dtype=np.float64), n, single_root,
             np.empty((n + 1, n + 1)), heads, m,
         ):
-            raise _no_tree_error(single_root)
+            raise no_tree_error(single_root)
         return heads, m, np.zeros(0)
 
     def indicators(self, value, parts):
-        heads = check_heads(value, parts.context, self._options()[1])
+        heads = check_heads(value, parts.context, tree_options(self)[1])
         return _heads_to_parts(heads), np.zeros(0)
 
     def decode(self, u, v, parts):

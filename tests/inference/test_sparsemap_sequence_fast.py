@@ -24,6 +24,7 @@ from sksparse_struct.inference._sparsemap_fast import (
     sparsemap_sequence_parts,
 )
 from sksparse_struct.structures import Sequence
+from sksparse_struct.structures._sequence import kernel_inputs
 
 
 def _generic(*potentials, **kwargs):
@@ -263,7 +264,7 @@ def test_optimum_against_brute_force(seed):
 
 def _kernel_inputs(unary, trans, start=None, end=None):
     parts = Sequence().encode(unary, trans, start, end)
-    return Sequence._kernel_inputs(parts, parts.eta_u, parts.eta_v)
+    return kernel_inputs(parts, parts.eta_u, parts.eta_v)
 
 
 @given(chains())
