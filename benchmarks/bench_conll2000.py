@@ -9,9 +9,10 @@ Run from anywhere, in an environment where sksparse_struct is installed::
     python benchmarks/bench_conll2000.py --out benchmarks/results/bench_conll2000.txt
 
 Data: ``train.txt`` and ``test.txt`` of CoNLL-2000 (word, POS, chunk columns,
-blank-line separated sentences) in ``../shared/data/conll2000`` next to the
-repository (or ``$SKSPARSE_STRUCT_SHARED_DATA/conll2000``, or ``--data DIR``).
-The script prints a message and stops when they are absent.
+blank-line separated sentences) in the folder given with ``--data DIR`` (or
+in ``$SKSPARSE_STRUCT_SHARED_DATA/conll2000`` when that variable is set).
+The data is not shipped with the package. The script prints a message and
+stops when the files are absent.
 
 What is measured
 ----------------
@@ -55,19 +56,21 @@ table too (on a loaded machine it says more than the wall clock; with
 Ratios are ours / sklearn-crfsuite: fit time (below 1 means we train faster)
 and predict throughput (above 1 means we predict faster).
 
-Issue 4 quotes, measured for sklearn-crfsuite on its machine: chunk F1 93.57,
-fit 46.0 s, predict 162,776 tokens/s; its targets for ``loss="crf"``: F1 at
-least 93.5, fit time at most 1.0x and throughput at least 1.0x
-sklearn-crfsuite's, measured in the same run.
+Reference figures for sklearn-crfsuite, measured on another machine: chunk
+F1 93.57, fit 46.0 s, predict 162,776 tokens/s. They are printed for
+orientation only; the ratios compare with sklearn-crfsuite measured in the
+same run. Targets for ``loss="crf"``: F1 at least 93.5, fit time at most
+1.0x and throughput at least 1.0x sklearn-crfsuite's, measured in the same
+run.
 
 Environment: sklearn-crfsuite is not a dependency of sksparse_struct. The
 benchmark environment is a virtualenv with sksparse_struct installed editable
 and the peers from PyPI (python-crfsuite ships manylinux wheels)::
 
-    python3 -m venv /work/benchenv
-    /work/benchenv/bin/pip install -e /path/to/repo
-    /work/benchenv/bin/pip install sklearn-crfsuite   # pulls python-crfsuite
-    /work/benchenv/bin/python benchmarks/bench_conll2000.py
+    python3 -m venv benchenv
+    benchenv/bin/pip install -e /path/to/repo
+    benchenv/bin/pip install sklearn-crfsuite   # pulls python-crfsuite
+    benchenv/bin/python benchmarks/bench_conll2000.py --data DIR
 
 The table is printed as a reStructuredText "simple table", ready to paste in
 ``doc/benchmarks.rst``.
@@ -508,7 +511,7 @@ def build_report(results, args):
         pass
     lines += [
         "",
-        f"issue 4 reference (sklearn-crfsuite, measured on the issue's machine): "
+        "reference figures (sklearn-crfsuite, measured on another machine): "
         f"F1 {REFERENCE['f1']}, fit {REFERENCE['fit']} s, predict "
         f"{REFERENCE['tok_s']:,} tok/s; targets for ours loss=crf: F1 >= 93.5, fit "
         "ratio <= 1.0, tok/s ratio >= 1.0 (same run)",

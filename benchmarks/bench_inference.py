@@ -27,14 +27,15 @@ is compiled, or loaded from numba's cache, by a warm-up call first):
 4. SparseMAP on a non-projective tree (``single_root=False``) with N(0, 1) arc
    scores at n = 10, 20, 40, over several random instances: time per solve,
    iterations, support size, the final Wolfe gap and how far the objective
-   is from the active set's, for the active set (thesis Alg. 1) and the three
-   conditional-gradient variants, with the same ``max_iter`` (thesis
-   Fig. 4.3: the active set reaches a far smaller gap in far fewer
-   iterations). Alongside, the C++ active set of AD3 (``FactorTree`` in a
-   ``PFactorGraph``, a fresh factor per solve so that it does not warm-start
-   from the previous solve) when the ``ad3`` module can be imported and
-   offers ``solve_qp``; otherwise the figures quoted in issue 3 are printed,
-   labelled as quoted, not measured.
+   is from the active set's, for the active set (Niculae 2018, PhD thesis,
+   Alg. 1) and the three conditional-gradient variants, with the same
+   ``max_iter`` (thesis Fig. 4.3: the active set reaches a far smaller gap
+   in far fewer iterations). Alongside, the C++ active set of AD3
+   (``FactorTree`` in a ``PFactorGraph``, a fresh factor per solve so that it
+   does not warm-start from the previous solve) when the ``ad3`` module can
+   be imported and offers ``solve_qp``; otherwise reference figures for
+   AD3's C++ active set, measured on another machine, are printed, labelled
+   as quoted, not measured.
 5. Cold start: in fresh interpreters, after a warm-up process has filled
    numba's on-disk cache, the import time and the first and second
    SparseMAP calls (active set, n = 10 tree), with the number of numba cache
@@ -81,8 +82,8 @@ MARGINAL_SIZES = [20, 50, 100]
 SPARSEMAP_SIZES = [10, 20, 40]
 SPARSEMAP_METHODS = ["active_set", "frank_wolfe", "away_step", "pairwise"]
 SPARSEMAP_MAX_ITER = 1000
-# Issue 3, measured there with AD3's C++ active set: ms per solve and mean
-# support size at n = 10 / 20 / 40.
+# Reference figures for AD3's C++ active set, measured on another machine:
+# ms per solve and mean support size at n = 10 / 20 / 40.
 AD3_QUOTED = {10: (0.13, 15), 20: (1.07, 35), 40: (4.59, 40)}
 
 
@@ -401,7 +402,8 @@ def bench_sparsemap(repeats, n_instances):
           "AS: largest amount by which the objective falls short of the active set's; "
           "u_AS: the active set's arc posteriors")
     print(ad3_msg if ad3_solve is not None else
-          f"{ad3_msg}: AD3 rows are the figures quoted in issue 3, not measured here")
+          f"{ad3_msg}: AD3 rows are reference figures measured on another machine, "
+          "not measured here")
     print()
     print(rst_table(header, rows))
     print()

@@ -71,7 +71,7 @@ REQUIRED = {
     "sparsemax": ["sparsemax", "sparsemax_backward"],
     "entmax15": ["entmax15", "entmax15_backward"],
     "sq_pnorm_max": ["sq_pnorm_max", "sq_pnorm_max_backward"],
-    # The thesis' generic solver (accelerated projected gradient), for
+    # The generic solver of Niculae (2018) (accelerated projected gradient), for
     # comparison with the exact default; same backward pass.
     "sq_pnorm_max[pgd]": ["sq_pnorm_max", "sq_pnorm_max_backward"],
     "fusedmax": ["fusedmax", "fusedmax_backward"],

@@ -9,10 +9,11 @@ Run from anywhere, in an environment where sksparse_struct is installed::
     python benchmarks/bench_ud_parsing.py --treebanks ewt --decoders eisner \
         --losses perceptron --n-features 4194304,8388608,16777216   # hash-space sizes
 
-Data: ``UD_English-EWT`` and ``UD_Vietnamese-VTB`` (``*-ud-train.conllu``,
-``*-ud-test.conllu``) in ``../shared/data/ud`` next to the repository (or
-``$SKSPARSE_STRUCT_SHARED_DATA/ud``, or ``--data DIR``). A treebank whose
-files are absent is skipped with a message.
+Data: the Universal Dependencies folders ``UD_English-EWT`` and
+``UD_Vietnamese-VTB`` (``*-ud-train.conllu``, ``*-ud-test.conllu``) in the
+folder given with ``--data DIR`` (or in ``$SKSPARSE_STRUCT_SHARED_DATA/ud``
+when that variable is set). The treebanks are not shipped with the package.
+A treebank whose files are absent is skipped with a message.
 
 What is measured
 ----------------
@@ -30,9 +31,9 @@ kernels is not counted. For each treebank, decoder (``eisner``: projective,
   (feature encoding included);
 * peak resident set size of the process (``VmHWM``) and the peak reached
   before ``fit`` (data loaded);
-* the sparsity of SparseMAP (thesis Fig. 6.1), from ``predict_sparse`` on the
-  test set: mean number of trees in the support per sentence and mean number
-  of candidate heads per word (heads with a nonzero posterior). For the
+* the sparsity of SparseMAP (Niculae 2018, Fig. 6.1), from ``predict_sparse``
+  on the test set: mean number of trees in the support per sentence and mean
+  number of candidate heads per word (heads with a nonzero posterior). For the
   CRF and the other losses the same statistics describe the SparseMAP
   distribution of their scores (``predict_sparse`` works for every loss);
 * the speed of the machine at the time ("probe ns"): nanoseconds per read
@@ -42,14 +43,16 @@ kernels is not counted. For each treebank, decoder (``eisner``: projective,
   epochs vary by 20-35% over a day on a shared machine, with this figure;
   compare times between tables only at similar probe readings.
 
-References (issue 5): a throwaway first-order averaged-perceptron parser
-measured on this machine, 5 epochs: EWT test UAS 84.25 (MST templates,
-CLE), 85.49 (MST, Eisner), 85.88 (rich, CLE), 87.22 (rich + XPOS / lemma,
-Eisner); VTB 74.9 (rich, Eisner). Thesis Table 6.1 (BiLSTM features, UD 2.0,
-English): structured SVM 87.02, CRF 86.74, SparseMAP 86.90, margin-SparseMAP
-87.34. Targets: best loss at least 87.4 test UAS on EWT with the rich preset
-and Eisner, every loss within 0.5 of it, perceptron / hinge epochs at most
-5 s and SparseMAP / CRF epochs at most 15 s on 2 cores.
+Reference figures (no other parser is run by this script): a minimal
+first-order averaged-perceptron parser written for comparison (not part of
+the package), measured on the benchmark machine, 5 epochs: EWT test UAS
+84.25 (MST templates, CLE), 85.49 (MST, Eisner), 85.88 (rich, CLE), 87.22
+(rich + XPOS / lemma, Eisner); VTB 74.9 (rich, Eisner). Niculae (2018, PhD
+thesis), Table 6.1 (BiLSTM features, UD 2.0, English): structured SVM 87.02,
+CRF 86.74, SparseMAP 86.90, margin-SparseMAP 87.34. Targets: best loss at
+least 87.4 test UAS on EWT with the rich preset and Eisner, every loss within
+0.5 of it, perceptron / hinge epochs at most 5 s and SparseMAP / CRF epochs
+at most 15 s on 2 cores.
 
 The table is printed as a reStructuredText "simple table".
 """

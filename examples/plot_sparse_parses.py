@@ -1,9 +1,9 @@
 """The few trees a SparseMAP-trained dependency parser keeps for a sentence.
 
 The script trains :class:`sksparse_struct.SparseMAPParser` with the
-margin-SparseMAP loss (thesis Def. 6.3; the best loss on English in thesis
-Table 6.1) on the training split of the bundled sample of the UD English Web
-Treebank (360 sentences, read with
+margin-SparseMAP loss (Def. 6.3 of V. Niculae's 2018 PhD thesis; the best
+loss on English in its Table 6.1) on the training split of the bundled
+sample of the UD English Web Treebank (360 sentences, read with
 :func:`sksparse_struct.datasets.read_conllu` from the package's data files),
 reports its attachment scores on the test split (100 sentences) and how
 sparse its SparseMAP distributions are (thesis Fig. 6.1: trees in the

@@ -18,7 +18,8 @@ root counting as a word before the first one), and Gaussian noise with a fixed
 seed. It is just good enough to make the posteriors look like those of
 a parser that hesitates between a few attachments.
 
-Pictures (thesis Fig. 6.2 shows the same kind of support trees):
+Pictures (Fig. 6.2 of V. Niculae's 2018 PhD thesis shows the same kind of
+support trees):
 
 ``sparsemap_trees_heatmaps.png``
     The two arc-posterior matrices side by side (rows: heads, columns:

@@ -52,9 +52,9 @@ def _has_other_space(text):
 def _fields_per_line(text):
     """The number of ASCII-whitespace-separated fields on each line of ``text``.
 
-    Counted on the UTF-8 bytes with NumPy, several times faster than a regex
-    or a loop over the lines: multi-byte characters have no ASCII whitespace
-    byte, so the counts are those of the text.
+    Counted on the UTF-8 bytes with a few vectorised NumPy passes rather
+    than a regex or a Python loop over the lines: multi-byte characters have
+    no ASCII whitespace byte, so the counts are those of the text.
     """
     if not text:
         return np.zeros(1, dtype=np.intp)
@@ -139,8 +139,9 @@ def _check_columns(columns, label):
 def _token_dicts(keys, cols, n_tokens):
     """One ``{key: value}`` dict per token from per-column lists.
 
-    Dict displays for the usual numbers of columns: about twice as fast as
-    ``dict(zip(keys, values))``, which dominates the time of a large file.
+    Dict displays for the usual numbers of columns, which skip the generic
+    ``dict(zip(keys, values))`` call per token: building these dicts is most
+    of the time of reading a large file.
     """
     if len(keys) == 1:
         (k0,) = keys

@@ -305,8 +305,8 @@ def words_and_tags(sentences, tag="upos"):
 #
 # The same checks as ``parse_conllu``, arranged so that the common case costs
 # a split, a few dict/set look-ups and a dict per word: ``parse_conllu`` runs
-# regexes on every line and takes ~10 us per word, too slow for a 200k-word
-# treebank. Heads are checked for trees afterwards, for all sentences at
+# regexes on every line, too slow for treebanks of hundreds of thousands of
+# words. Heads are checked for trees afterwards, for all sentences at
 # once, with NumPy.
 
 # ID and HEAD strings of the common case, looked up instead of parsed, which

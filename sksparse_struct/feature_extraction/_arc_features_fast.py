@@ -548,10 +548,10 @@ def label_block(feature, group, shift, mask):
     Label ``LABEL_GROUP * group + r`` takes index ``(label_block(...) ^ r) &
     mask``: all the labels of a feature lie in one aligned block of 512
     bytes, read as a few consecutive cache lines (which the hardware
-    prefetches) for one hash, where a hash and a random line per group of
-    eight labels made scoring the labels three times slower. Each (feature,
-    label) index still uses every bit of the hash (aligned blocks would make
-    collisions 64 times more frequent).
+    prefetches) for one hash, rather than a hash and a random cache line per
+    group of eight labels: scoring the labels is bound by memory reads.
+    Each (feature, label) index still uses every bit of the hash (aligned
+    blocks would make collisions 64 times more frequent).
     """
     return _fib((feature ^ (104729 + group)) * _PRIME, shift, mask)
 

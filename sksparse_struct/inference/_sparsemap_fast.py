@@ -243,8 +243,9 @@ def _grow_square(A, cap):
 
 
 # Structure kinds of the shared active-set loop. The loop branches on them
-# with plain ``if``s: jitted oracles are never passed as arguments (that
-# would defeat numba's on-disk cache, see DESIGN.md). Callers pass them (and
+# with plain ``if``s: jitted oracles are never passed as arguments (a cached
+# numba function that receives another jitted function as an argument misses
+# the on-disk cache in every new process). Callers pass them (and
 # every other constant argument) as typed values, ``np.int64(_TREE)``:
 # a bare constant is typed as a literal, so numba would compile the loop
 # once per kind, each copy with both oracles (it does not prune branches on

@@ -331,7 +331,7 @@ class FenchelYoungClassifier(ClassifierMixin, BaseEstimator):
         )
         # The solvers' BLAS calls are dot products and axpys on parameter
         # vectors, too small to gain from threads; on a busy machine idle
-        # BLAS threads spinning for a core made fits up to 8x slower. One
+        # BLAS threads spinning for a core made fits much slower. One
         # thread also keeps the result independent of the thread count.
         with threadpool_limits(limits=1, user_api="blas"):
             if self.solver == "newton-cg":

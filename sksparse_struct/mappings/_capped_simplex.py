@@ -11,14 +11,18 @@ from ._capped_simplex_fast import project_capped_rows_linear, project_capped_row
 
 __all__ = ["project_capped_simplex"]
 
-# Kernels by name (strings resolved at call time, see DESIGN.md).
+# Kernels by name: callers pass the method as a string and the chosen kernel
+# is called from Python. A kernel is never handed to another jitted function:
+# a cached numba function that receives another jitted function as an
+# argument misses the on-disk cache in every new process.
 _CAPPED_KERNELS = {
     "sort": project_capped_rows_sort,
     "linear": project_capped_rows_linear,
 }
-# Measured on the shared 2-core dev machine (numba 0.68, float64 rows, cap
-# 2/d): the pivoting kernel beat the sort kernel at every size tried, about
-# 1.3x at d = 10-30, 1.7x at d = 100, 4.6x at d = 1000, 5.5x at d = 10000.
+# The pivoting kernel runs in expected O(d) per row against O(d log d) for
+# the sort, and was the faster of the two at every dimension tried, by a
+# margin that grows with d (doc/benchmarks.rst, "Measurements behind
+# implementation choices").
 DEFAULT_CAPPED_METHOD = "linear"
 
 # Slack for the feasibility checks: bounds summing to the radius up to

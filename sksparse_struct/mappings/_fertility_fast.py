@@ -4,7 +4,8 @@ At step t the bounds are the fertility left over, ``u_t = f - sum_{s<t} a_s``
 (tracked as a running remainder so that an exhausted word gets a bound of
 exactly 0), and ``a_t = mapping(z_t, u_t)``. One forward and one backward
 kernel per mapping: kernels call module-level kernels, never receive one as
-an argument (DESIGN.md, "Known traps").
+an argument (a cached numba function that receives another jitted function
+as an argument misses the on-disk cache in every new process).
 
 Bounds larger than 1 never bind (``p <= 1``), so the bound handed to the
 mapping is ``min(remaining, _BOUND_CAP)``: this allows an infinite fertility

@@ -572,9 +572,10 @@ def matrix_tree_marginals_rooted_log(scores, single_root, marginals):
 
     The same subtraction-free computation (sums, products and quotients of
     nonnegative numbers only) carried out on logarithms, so weights spanning
-    any range (scores of size ``1e4``) neither underflow nor overflow. About
-    ten times slower than the linear-space version; used when some allowed
-    arc is more than 700 below the best arc into its word.
+    any range (scores of size ``1e4``) neither underflow nor overflow. The
+    same ``O(n^4)`` steps, each addition a log-add-exp, hence a larger
+    constant than the linear-space version; used only when some allowed arc
+    is more than 700 below the best arc into its word.
     """
     N = scores.shape[0]
     n = N - 1
