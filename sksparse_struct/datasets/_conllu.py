@@ -17,9 +17,6 @@ import io
 import os
 import re
 
-# temporary alias: parsing/_parser.py still imports this name
-# (first_bad_tree and tree_error, which moved to sksparse_struct.utils).
-from ..utils import first_bad_tree, tree_error  # noqa: F401
 
 __all__ = ["UPOS_TAGS", "Sentence", "feats_error", "parse_conllu", "parse_treebank",
            "read_conllu_sentences", "words_and_tags"]

@@ -22,8 +22,6 @@ __all__ = ["ARC_PRESETS", "ArcFeatures", "EncodedSentence"]
 # The presets of ArcFeatures in the order of their codes in the compiled
 # kernels: ARC_PRESETS.index(name) is the code (fast.MST, fast.RICH).
 ARC_PRESETS = ("mst", "rich")
-# temporary alias: parsing/_parser.py still imports this name
-_PRESETS = {"mst": fast.MST, "rich": fast.RICH}
 _KEYS = ("form", "lemma", "upos", "xpos", "feats")
 # Reserved values of the root's attributes.
 _ROOT_VALUE = "\x00<root>"

@@ -18,7 +18,7 @@ from ..losses import SMOOTH_LOSS_NAMES, fenchel_young_predict_proba
 
 # The unchecked per-row loss and Hessian product have no public name in
 # sksparse_struct.losses yet; import them from ..losses once they do.
-from ..losses._classification import _loss_hessp_rows, _loss_rows
+from ..losses._classification import loss_hessp_rows, loss_rows
 from ..learners import newton_cg
 from ..utils._sklearn_compat import (
     Interval,
@@ -78,7 +78,7 @@ class _LinearProblem:
         return grad
 
     def loss_grad(self, w):
-        values, grad_scores, self._p_hat = _loss_rows(
+        values, grad_scores, self._p_hat = loss_rows(
             self._scores(w), self.targets, self.loss, self.temperature,
             return_prediction=True,
         )
@@ -88,7 +88,7 @@ class _LinearProblem:
         return value, self._backprop(grad_scores, w_coef)
 
     def hessp(self, v):
-        d_scores = _loss_hessp_rows(
+        d_scores = loss_hessp_rows(
             self._p_hat, self._scores(v), self.loss, self.temperature
         )
         d_scores *= self.sample_weight[:, np.newaxis]

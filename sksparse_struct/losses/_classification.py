@@ -122,7 +122,7 @@ def _first_argmax_onehot(rows):
     return onehot
 
 
-def _loss_rows(theta, targets, loss, temperature, return_prediction=False):
+def loss_rows(theta, targets, loss, temperature, return_prediction=False):
     """Loss values and gradients on validated rows (no checking).
 
     ``theta`` and ``targets`` are float64 arrays of shape (n, K), the targets
@@ -156,7 +156,7 @@ def _loss_rows(theta, targets, loss, temperature, return_prediction=False):
     return values, p_hat - targets
 
 
-def _loss_hessp_rows(p_hat, v, loss, temperature):
+def loss_hessp_rows(p_hat, v, loss, temperature):
     """Generalized Hessian of a smooth loss w.r.t. the scores, times ``v``.
 
     The gradient is ``p_hat(theta) - y``, so the Hessian is the Jacobian of
@@ -228,7 +228,7 @@ def fenchel_young_loss(scores, y, loss="sparsemax", temperature=1.0):
     temperature = check_positive_scalar(temperature, "temperature")
     theta, was_1d = check_scores(scores, "scores", allow_neg_inf=False)
     targets = _check_targets(y, theta, was_1d)
-    values, grad = _loss_rows(theta, targets, loss, temperature)
+    values, grad = loss_rows(theta, targets, loss, temperature)
     if was_1d:
         return float(values[0]), grad[0]
     return values, grad

@@ -22,11 +22,6 @@ import numpy as np
 
 from ..utils import as_heads, is_labelled_pair
 
-# temporary alias: parsing/_parser.py still imports this name
-_as_heads = as_heads
-# temporary alias: parsing/_parser.py still imports this name
-_is_labelled_pair = is_labelled_pair
-
 __all__ = [
     "attachment_report",
     "exact_match_score",

@@ -19,7 +19,7 @@ from ..learners import minimize_lbfgs, minimize_online
 from ..losses._kinds_fast import LOSS_KINDS, STRUCTURED_LOSSES
 from ..metrics import flat_accuracy_score
 from ..structures import Sequence
-from ..utils._sklearn_compat import Interval, StrOptions, _fit_context
+from ..utils._sklearn_compat import Interval, StrOptions, fit_context
 from ._problem import ChainData, ChainModel, ChainProblem, ChainRunner, frequency_rank
 
 __all__ = ["LinearChainCRF"]
@@ -426,7 +426,7 @@ class LinearChainCRF(BaseEstimator):
 
     # --- fit ----------------------------------------------------------------
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the tagger.
 

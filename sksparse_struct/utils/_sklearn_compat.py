@@ -12,9 +12,6 @@ from sklearn.utils._param_validation import Interval, StrOptions  # noqa: F401
 from sklearn.utils.validation import _check_sample_weight as check_sample_weight  # noqa: F401
 from sklearn.utils.validation import validate_data  # noqa: F401  (sklearn >= 1.6)
 
-# temporary alias: tagging/_linear_chain.py and parsing/_parser.py still import this name
-_fit_context = fit_context
-
 __all__ = [
     "Interval",
     "StrOptions",

@@ -233,10 +233,3 @@ def test_arc_presets_are_the_accepted_presets():
     out = np.empty(fast.max_arc_features(2), dtype=np.int64)
     k = fast.arc_features(enc.tokens, 0, 2, 2, 1, ARC_PRESETS.index("mst"), 2**22 - 1, out)
     assert k == n_mst < ArcFeatures(preset="rich").arc_feature_indices(enc, 2, 1).shape[0]
-
-
-def test_old_preset_table():
-    # Temporary alias for parsing/_parser.py: delete this test with it.
-    from sksparse_struct.feature_extraction._arc_features import _PRESETS
-
-    assert _PRESETS == {name: code for code, name in enumerate(ARC_PRESETS)}

@@ -128,14 +128,3 @@ def test_first_bad_tree_finds_the_first():
     flat[2:4] = [0, 1]
     assert first_bad_tree(flat, lengths) is None
     assert first_bad_tree(flat, lengths, single_root=True) == 2
-
-
-def test_old_locations_are_the_same_functions():
-    # Temporary aliases for parsing/_parser.py: delete this test with them.
-    from sksparse_struct.datasets import _conllu
-    from sksparse_struct.metrics import _parsing
-
-    assert _conllu.tree_error is tree_error
-    assert _conllu.first_bad_tree is first_bad_tree
-    assert _parsing._as_heads is as_heads
-    assert _parsing._is_labelled_pair is is_labelled_pair

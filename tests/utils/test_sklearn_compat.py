@@ -15,8 +15,3 @@ def test_check_sample_weight_is_sklearns():
     check = sklearn.utils.validation._check_sample_weight
     assert _sklearn_compat.check_sample_weight is check
     assert "check_sample_weight" in _sklearn_compat.__all__
-
-
-def test_fit_context_old_name():
-    # Temporary alias for tagging/ and parsing/: delete this test with it.
-    assert _sklearn_compat._fit_context is _sklearn_compat.fit_context
