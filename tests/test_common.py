@@ -4,8 +4,9 @@ Estimators are found by crawling the package (like sklearn's
 ``all_estimators``), so a new estimator is checked as soon as it is exported
 in the ``__all__`` of its module. Estimators that take 2-D arrays get the full
 ``parametrize_with_checks`` suite; structured estimators (input tag
-``two_d_array=False``, see DESIGN.md, "Known traps") get the checks that do
-not need data, plus our own contract tests written next to each estimator.
+``two_d_array=False``: ``ClassifierMixin`` would make ``GridSearchCV``
+reject y given as lists of label lists) get the checks that do not need
+data, plus our own contract tests written next to each estimator.
 """
 
 import importlib
@@ -76,7 +77,8 @@ TWO_D_INSTANCES = _instances(two_d=True)
 STRUCTURED_INSTANCES = _instances(two_d=False)
 
 # Checks that need no data: the ones that still apply to estimators taking
-# lists of sequences, graphs, ... (DESIGN.md, "Known traps").
+# lists of sequences, graphs, ... (parametrize_with_checks skips nearly
+# everything for estimators that do not take 2-D arrays).
 DATA_INDEPENDENT_CHECKS = [
     "check_no_attributes_set_in_init",
     "check_parameters_default_constructible",

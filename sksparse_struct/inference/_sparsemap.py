@@ -10,7 +10,8 @@ of ``y``. Every solver here only calls the structure's MAP oracle on modified
 scores ``(eta_u - u, eta_v)``, so SparseMAP works for every
 :class:`~sksparse_struct.structures.Structure`. The outer loops are Python and
 NumPy; the oracles run the structures' compiled kernels (no jitted function is
-ever passed around, see the numba caching notes in the design document).
+ever passed around: a cached numba function that receives one misses the
+on-disk cache in every new process).
 
 The active-set solver (thesis Alg. 1) maintains the inverse of the bordered KKT
 matrix of eq. 4.9 and updates it in ``O(k^2)`` (``k`` = support size) when a

@@ -229,10 +229,10 @@ def minimize_online(problem, w0, sample_ids, *, method="adagrad", learning_rate=
     ...         gradient.n_touched[part] = n
     ...         return np.array([loss])
     >>> result = minimize_online(LeastSquares(), np.zeros(3), np.arange(3), batch_size=1,
-    ...                          learning_rate=1.0, max_epochs=200, average=False,
-    ...                          random_state=0)
-    >>> result.coef.round(3).tolist()
-    [1.0, -2.0, 0.5]
+    ...                          learning_rate=1.0, max_epochs=100, tol=None,
+    ...                          average=False, random_state=0)
+    >>> result.coef.round(3).tolist(), result.n_steps
+    ([1.0, -2.0, 0.5], 300)
     """
     _check_options(method, learning_rate, l1, l2, batch_size, max_epochs, n_parts)
     rng = check_random_state(random_state)

@@ -10,10 +10,11 @@ indicators. Everything is computed through the Structure contract (``encode``,
 ``indicators``, ``oracle``, ``marginals``, ``decode`` and the backward maps), so
 the losses work for every structure, including ones written by a user.
 
-The estimators do not call this module: their compiled loss kernels (in
-:mod:`sksparse_struct.tagging` and :mod:`sksparse_struct.parsing`) compute
-the same losses on their own structures. This is the generic definition, for
-any structure, and a reference the kernels can be checked against.
+This is the generic definition, for any structure. The estimators call the
+compiled kernels of the same losses on their own structures instead
+(``_sequence_fast`` for linear chains, ``_tree_fast`` for dependency trees,
+in this package), one instance after another inside their training loops;
+the tests check those kernels against this function.
 """
 
 import dataclasses

@@ -40,6 +40,9 @@ _AUTO_SOLVER = {"crf": "lbfgs", "sparsemap": "adagrad", "margin_sparsemap": "ada
 # Parts of an online mini-batch (each with its own gradient column): fixed,
 # so that results do not depend on n_jobs.
 _BATCH_PARTS = 2
+# Online epochs without improvement before stopping: an epoch's loss is
+# measured along the way, at moving weights, so one bad epoch is noise.
+_N_ITER_NO_CHANGE = 3
 
 
 def _is_matrix(seq):
@@ -132,8 +135,8 @@ class LinearChainCRF(BaseEstimator):
         L-BFGS stops when the gradient norm is below ``tol * max(1, ||w||)``
         or the objective improved by less than a fraction ``tol`` in 10
         iterations (CRFsuite's epsilon and delta). AdaGrad and the perceptron
-        stop when an epoch fails to lower the mean training loss per
-        sequence (penalties apart) below the best so far minus ``tol``;
+        stop when three epochs in a row fail to lower the mean training loss
+        per sequence (penalties apart) below the best so far minus ``tol``;
         ``tol=0`` runs ``max_iter`` epochs.
     all_possible_states : bool, default=False
         If False, a feature gets a weight only for the labels it was seen with
@@ -551,7 +554,8 @@ class LinearChainCRF(BaseEstimator):
             method=solver, learning_rate=self.learning_rate,
             l1=0.0 if perceptron else self.c1 / n, l2=0.0 if perceptron else 2.0 * self.c2 / n,
             batch_size=1 if perceptron else self.batch_size, max_epochs=self.max_iter,
-            tol=self.tol if self.tol > 0 else None, n_iter_no_change=1, average=perceptron,
+            tol=self.tol if self.tol > 0 else None, n_iter_no_change=_N_ITER_NO_CHANGE,
+            average=perceptron,
             random_state=self.random_state, n_parts=_BATCH_PARTS, n_threads=self._n_threads(),
             callback=callback,
         )

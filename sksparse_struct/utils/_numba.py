@@ -4,8 +4,8 @@ Every compiled kernel in the package is decorated with :func:`njit` from this
 module, so that caching and other options are set consistently. Kernels live
 in ``_*_fast.py`` modules and are module-level functions that only call other
 module-level kernels: a cached function that receives a jitted function as an
-argument misses the on-disk cache in every new process (see DESIGN.md, "Known
-traps").
+argument misses the on-disk cache in every new process and is compiled again
+(see ``doc/developers.rst``).
 """
 
 import functools
