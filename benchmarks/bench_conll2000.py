@@ -105,9 +105,7 @@ TEMPLATE = (
 
 def default_data_dir():
     shared = os.environ.get("SKSPARSE_STRUCT_SHARED_DATA")
-    if shared:
-        return Path(shared) / "conll2000"
-    return Path(__file__).resolve().parents[1].parent / "shared" / "data" / "conll2000"
+    return Path(shared) / "conll2000" if shared else None
 
 
 # --------------------------------------------------------------------------
@@ -522,8 +520,8 @@ def build_report(results, args):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=None,
-                        help="directory holding train.txt and test.txt "
-                        f"(default {default_data_dir()})")
+                        help="directory holding train.txt and test.txt (default: "
+                        "$SKSPARSE_STRUCT_SHARED_DATA/conll2000)")
     parser.add_argument("--losses", default=",".join(ALL_LOSSES),
                         help="comma-separated losses of ours to run, or 'none' "
                         f"(default {','.join(ALL_LOSSES)})")
@@ -562,6 +560,9 @@ def main(argv=None):
         return
 
     data_dir = args.data if args.data is not None else default_data_dir()
+    if data_dir is None:
+        print("skipped: no data folder; pass --data DIR or set SKSPARSE_STRUCT_SHARED_DATA")
+        return 0
     if not ((data_dir / "train.txt").is_file() and (data_dir / "test.txt").is_file()):
         print(f"skipped: CoNLL-2000 train.txt / test.txt not found in {data_dir} "
               "(give the directory with --data)")

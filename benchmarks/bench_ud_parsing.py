@@ -77,9 +77,7 @@ DECODERS = ("eisner", "cle")
 
 def default_data_dir():
     env = os.environ.get("SKSPARSE_STRUCT_SHARED_DATA")
-    if env:
-        return Path(env) / "ud"
-    return Path(__file__).resolve().parents[2] / "shared" / "data" / "ud"
+    return Path(env) / "ud" if env else None
 
 
 def peak_rss_mb():
@@ -260,6 +258,9 @@ def main(argv=None):
             run_child(json.load(f))
         return
     data_dir = Path(args.data) if args.data else default_data_dir()
+    if data_dir is None:
+        print("skipped: no data folder; pass --data DIR or set SKSPARSE_STRUCT_SHARED_DATA")
+        return
     sizes = [int(v) for v in args.n_features.split(",") if v.strip()] or [None]
     rows = []
     start = time.perf_counter()

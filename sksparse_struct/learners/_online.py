@@ -21,6 +21,14 @@ problem is any object with:
 ``score(w, sample_ids)``
     Only needed for early stopping on held-out samples: a quality measure
     of ``w`` on them (higher is better).
+``sequential_steps(w, sample_ids, gradient, first_step, scale, opt, rule)``
+    Optional. With ``batch_size=1``, a Python round trip per sample can cost
+    more than the sample itself; a problem may then run the whole epoch in
+    one compiled call: for each sample in order, its gradient into part 0
+    of ``gradient`` at step ``first_step + t``, then
+    ``learners._online_fast.apply_update(gradient, step, scale, w, opt,
+    rule)``. The same operations as the loop here, so the same result. It
+    returns the statistics summed in sample order, or None to decline.
 
 :func:`minimize_online` runs the epochs: it shuffles the samples, cuts each
 mini-batch into parts, asks the problem for the parts' gradients (on
@@ -265,32 +273,46 @@ def minimize_online(problem, w0, sample_ids, *, method="adagrad", learning_rate=
             part_of = np.empty(order.shape[0], dtype=np.int64)
             split_batches(order, costs, batch_size, n_parts, part_of)
             total = None
+            if batch_size == 1 and hasattr(problem, "sequential_steps"):
+                # Batches of one sample: the problem may run the steps itself,
+                # in one compiled call, with the same operations.
+                gradient.n_touched[:] = 0
+                total = problem.sequential_steps(w, order, gradient, step + 1, 1.0, opt, rule)
+                if total is not None:
+                    step += order.shape[0]
+                    order = order[:0]
             for b in range(0, order.shape[0], batch_size):
                 batch = order[b:b + batch_size]
-                batch_parts = part_of[b:b + batch_size]
-                parts = [batch[batch_parts == p] for p in range(n_parts)]
                 step += 1
-
-                busy = [p for p in range(n_parts) if parts[p].shape[0]]
                 gradient.n_touched[:] = 0
+                if batch.shape[0] == 1:
+                    # A lone sample goes to part 0 (the LPT rule's first pick).
+                    results = [problem.batch_gradient(w, batch, gradient, 0, step)]
+                else:
+                    batch_parts = part_of[b:b + batch_size]
+                    parts = [batch[batch_parts == p] for p in range(n_parts)]
+                    busy = [p for p in range(n_parts) if parts[p].shape[0]]
 
-                def gradient_of(p, parts=parts, step=step):
-                    return problem.batch_gradient(w, parts[p], gradient, p, step)
+                    def gradient_of(p, parts=parts, step=step):
+                        return problem.batch_gradient(w, parts[p], gradient, p, step)
 
-                results = (run if len(busy) > 1 else _serial)(gradient_of, busy)
+                    results = (run if len(busy) > 1 else _serial)(gradient_of, busy)
                 for stats in results:
                     total = stats.copy() if total is None else total + stats
                 scale = 1.0 / batch.shape[0] if adagrad else 1.0
                 # Coordinates split by residue between the threads: the
                 # same operations on each coordinate, so the same result
                 # however many shares there are (one when few to update).
-                n_shares = n_threads if gradient.n_touched.sum() >= _THREADED_UPDATE else 1
+                if n_threads > 1 and gradient.n_touched.sum() >= _THREADED_UPDATE:
 
-                def update(share, step=step, scale=scale, n_shares=n_shares):
+                    def update(share, step=step, scale=scale):
+                        apply_update_share(gradient, np.int64(step), scale, w, opt, rule,
+                                           np.int64(share), np.int64(n_threads))
+
+                    run(update, range(n_threads))
+                else:
                     apply_update_share(gradient, np.int64(step), scale, w, opt, rule,
-                                       np.int64(share), np.int64(n_shares))
-
-                (run if n_shares > 1 else _serial)(update, range(n_shares))
+                                       np.int64(0), np.int64(1))
 
             def flush(share, step=step):
                 flush_updates_share(np.int64(step), w, opt, rule, np.int64(share),

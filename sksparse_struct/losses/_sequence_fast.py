@@ -189,14 +189,17 @@ def crf_sequence(u, n_tokens, E, ET, shift, alpha, expu, scale, g, d_trans, d_st
 
 
 @njit
-def sequence_loss_work(L, trans):
+def sequence_loss_work(L, trans, crf):
     """Work space of :func:`sequence_loss` for sequences of up to ``L`` positions.
 
     ``(E, ET, shift, alpha, expu, scale)``: the exponentiated transitions
     (see :func:`exp_transitions`) and the buffers of the scaled
-    forward-backward pass.
+    forward-backward pass; empty unless ``crf`` (only the CRF loss uses them).
     """
     K = trans.shape[0]
+    if not crf:
+        return np.empty((0, 0)), np.empty((0, 0)), 0.0, np.empty((0, 0)), np.empty((0, 0)), \
+            np.empty(0)
     E, ET, shift = exp_transitions(trans)
     return E, ET, shift, np.empty((L, K)), np.empty((L, K)), np.empty(L)
 
@@ -210,7 +213,7 @@ def sequence_loss(kind, u, n, trans, labels, work, g, d_trans, d_start, d_end):
     ``g[:n]`` receives the gradient w.r.t. them; the gradients w.r.t. the
     transition, start and end scores are added to ``d_trans``, ``d_start``,
     ``d_end``. ``work`` comes from :func:`sequence_loss_work` (built for
-    ``trans``). The CRF's marginals come from the scaled forward-backward
+    ``trans``, with ``crf`` true for the CRF loss). The CRF's marginals come from the scaled forward-backward
     pass, or from the log-space one when a scale factor underflows.
     """
     E, ET, shift, alpha, expu, scale = work

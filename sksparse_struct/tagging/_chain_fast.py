@@ -33,14 +33,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..learners._online_fast import SparseGradient, push
+from ..learners._online_fast import SparseGradient, apply_update, push
 from ..losses._kinds_fast import CRF
 from ..losses._sequence_fast import sequence_loss, sequence_loss_work, sequence_sparsemap_loss
 from ..structures._sequence_fast import forward_backward, viterbi
 from ..utils._numba import njit
 
 __all__ = ["ChainGradient", "ChainScores", "Chains", "chain_part", "chain_sparsemap_part",
-           "decode_part", "unary_part"]
+           "chain_steps", "decode_part", "unary_part"]
 
 
 class Chains(NamedTuple):
@@ -73,8 +73,9 @@ class ChainGradient(NamedTuple):
         Dense gradient of the unary pairs; when empty, the unary entries
         go into ``sparse`` instead.
     trans, start, end : ndarray
-        Dense gradients of the transition, start and end scores (always
-        filled; with ``sparse``, also pushed into it at the end of the part).
+        Dense gradients of the transition, start and end scores, added to;
+        with ``sparse``, pushed into it at the end of the part and left at
+        zero.
     sparse : SparseGradient
         The online learner's gradient (empty arrays in dense mode).
     part : int
@@ -153,33 +154,65 @@ def sequence_scores(indptr, pair_start, pair_stop, data, pair_label, w, start, e
 
 
 
+# A token whose gradient row has at most this many nonzero labels (the hinge
+# and perceptron losses: two) looks its pairs up by bisection instead of
+# scanning all the pairs of each attribute.
+_FEW_LABELS = 4
+
+
+@njit
+def _find_pair(pair_label, lo, hi, label):
+    """Index of the pair of ``label`` among ``lo .. hi`` (labels sorted), or -1."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        v = pair_label[mid]
+        if v < label:
+            lo = mid + 1
+        elif v > label:
+            hi = mid
+        else:
+            return mid
+    return -1
+
+
 @njit
 def token_push(indptr, pair_start, pair_stop, data, pair_label, g, r0, r1, sparse, part, stamp,
                n_touched):
     """:func:`token_gradient` into part ``part`` of a ``SparseGradient``; returns the new count.
 
     Tokens whose gradient row is zero (most tokens for the hinge and
-    perceptron losses) are skipped.
+    perceptron losses) are skipped; the pairs of a row with few nonzero
+    labels are found by bisection (an attribute's pairs are sorted by label).
     """
     K = g.shape[1]
     grad = sparse.values
     touched = sparse.touched[part]
     col = 2 * part
+    labels = np.empty(_FEW_LABELS, dtype=np.int64)
     for t in range(r1 - r0):
         row = g[t]
-        nonzero = False
+        n_nonzero = 0
         for b in range(K):
             if row[b] != 0.0:
-                nonzero = True
-                break
-        if not nonzero:
+                if n_nonzero < _FEW_LABELS:
+                    labels[n_nonzero] = b
+                n_nonzero += 1
+        if n_nonzero == 0:
             continue
         for k in range(indptr[r0 + t], indptr[r0 + t + 1]):
             x = data[k]
-            for p in range(pair_start[k], pair_stop[k]):
-                v = x * row[pair_label[p]]
-                if v != 0.0:
-                    n_touched = push(p, v, grad, col, touched, n_touched, stamp)
+            if n_nonzero <= _FEW_LABELS:
+                for j in range(n_nonzero):
+                    p = _find_pair(pair_label, pair_start[k], pair_stop[k], labels[j])
+                    if p >= 0:
+                        v = x * row[labels[j]]
+                        if v != 0.0:
+                            n_touched = push(p, v, grad, col, touched, n_touched, stamp)
+            else:
+                for p in range(pair_start[k], pair_stop[k]):
+                    v = x * row[pair_label[p]]
+                    if v != 0.0:
+                        n_touched = push(p, v, grad, col, touched, n_touched, stamp)
     return n_touched
 
 
@@ -207,7 +240,11 @@ def _add_token_gradient(chains, g, r0, r1, out, n_touched):
 
 @njit
 def _finish_part(chains, out, n_touched):
-    """In sparse mode, push the learned transition / start / end gradients and the count."""
+    """In sparse mode, push the learned transition / start / end gradients and the count.
+
+    The dense transition, start and end buffers are zeroed on the way, so
+    that the caller can hand them to the next call.
+    """
     if out.unary.shape[0] != 0:
         return
     K = out.trans.shape[0]
@@ -215,17 +252,37 @@ def _finish_part(chains, out, n_touched):
     touched = out.sparse.touched[out.part]
     col = 2 * out.part
     base = chains.pair_label.shape[0]
+    learned = out.tail_learned
     for a in range(K):
         for b in range(K):
             v = out.trans[a, b]
-            if v != 0.0 and out.tail_learned[a * K + b] > 0.0:
-                n_touched = push(base + a * K + b, v, grad, col, touched, n_touched, out.stamp)
-    for i, d in ((K * K, out.start), (K * K + K, out.end)):
-        for a in range(K):
-            v = d[a]
-            if v != 0.0 and out.tail_learned[i + a] > 0.0:
-                n_touched = push(base + i + a, v, grad, col, touched, n_touched, out.stamp)
+            if v != 0.0:
+                out.trans[a, b] = 0.0
+                if learned[a * K + b] > 0.0:
+                    n_touched = push(base + a * K + b, v, grad, col, touched, n_touched,
+                                     out.stamp)
+    for a in range(K):
+        v = out.start[a]
+        if v != 0.0:
+            out.start[a] = 0.0
+            if learned[K * K + a] > 0.0:
+                n_touched = push(base + K * K + a, v, grad, col, touched, n_touched, out.stamp)
+        v = out.end[a]
+        if v != 0.0:
+            out.end[a] = 0.0
+            if learned[K * K + K + a] > 0.0:
+                n_touched = push(base + K * K + K + a, v, grad, col, touched, n_touched,
+                                 out.stamp)
     out.sparse.n_touched[out.part] = n_touched
+
+
+@njit
+def _any_nonzero(g, n):
+    for t in range(n):
+        for b in range(g.shape[1]):
+            if g[t, b] != 0.0:
+                return True
+    return False
 
 
 @njit
@@ -243,8 +300,8 @@ def _scores_of(chains, scores, s, u):
 def chain_part(kind, chains, scores, seq_ids, out, losses):
     """CRF, hinge or perceptron losses and gradients of the sequences ``seq_ids``.
 
-    Writes ``losses[s]`` and the gradients into ``out`` (a
-    :class:`ChainGradient`). Returns how many sequences have a nonzero
+    Writes the loss of ``seq_ids[t]`` into ``losses[t]`` and the gradients
+    into ``out`` (a :class:`ChainGradient`). Returns how many sequences have a nonzero
     gradient (for the hinge and perceptron losses: those whose
     (cost-augmented) MAP is not the gold sequence).
     """
@@ -252,18 +309,18 @@ def chain_part(kind, chains, scores, seq_ids, out, losses):
     L = max_length(chains.offsets, seq_ids)
     u = np.empty((L, trans.shape[0]))
     g = np.empty((L, trans.shape[0]))
-    work = sequence_loss_work(L, trans)
+    work = sequence_loss_work(L, trans, kind == CRF)
     n_touched = 0
     wrong = 0
-    for s in seq_ids:
-        r0, r1 = _scores_of(chains, scores, s, u)
+    for t in range(seq_ids.shape[0]):
+        r0, r1 = _scores_of(chains, scores, seq_ids[t], u)
         n = r1 - r0
-        losses[s] = 0.0
+        losses[t] = 0.0
         if n == 0:
             continue
-        losses[s] = sequence_loss(kind, u, n, trans, chains.gold[r0:r1], work, g, out.trans,
+        losses[t] = sequence_loss(kind, u, n, trans, chains.gold[r0:r1], work, g, out.trans,
                                   out.start, out.end)
-        if kind != CRF and np.any(g[:n] != 0.0):
+        if kind != CRF and _any_nonzero(g, n):
             wrong += 1
         n_touched = _add_token_gradient(chains, g[:n], r0, r1, out, n_touched)
     _finish_part(chains, out, n_touched)
@@ -283,13 +340,13 @@ def chain_sparsemap_part(kind, chains, scores, seq_ids, sparsemap_options, out, 
     g = np.empty((L, trans.shape[0]))
     n_touched = 0
     not_converged = 0
-    for s in seq_ids:
-        r0, r1 = _scores_of(chains, scores, s, u)
+    for t in range(seq_ids.shape[0]):
+        r0, r1 = _scores_of(chains, scores, seq_ids[t], u)
         n = r1 - r0
-        losses[s] = 0.0
+        losses[t] = 0.0
         if n == 0:
             continue
-        losses[s], converged = sequence_sparsemap_loss(
+        losses[t], converged = sequence_sparsemap_loss(
             kind, u, n, trans, chains.gold[r0:r1], sparsemap_options, g, out.trans, out.start,
             out.end,
         )
@@ -336,3 +393,52 @@ def unary_part(chains, w, seq_ids, out):
         if r1 > r0:
             token_scores(chains.indptr, chains.pair_start, chains.pair_stop, chains.data,
                          chains.pair_label, w, r0, r1, out[r0:r1])
+
+
+@njit
+def _scores_from(w, forbidden_trans, forbidden_start, forbidden_end):
+    """:class:`ChainScores` of the parameter vector ``w`` (forbidden scores: ``-inf`` added)."""
+    K = forbidden_start.shape[0]
+    P = w.shape[0] - K * K - 2 * K
+    trans = np.empty((K, K))
+    for a in range(K):
+        for b in range(K):
+            trans[a, b] = w[P + a * K + b] + forbidden_trans[a, b]
+    start = np.empty(K)
+    end = np.empty(K)
+    for a in range(K):
+        start[a] = w[P + K * K + a] + forbidden_start[a]
+        end[a] = w[P + K * K + K + a] + forbidden_end[a]
+    return ChainScores(w[:P], trans, start, end)
+
+
+@njit
+def chain_steps(kind, chains, w, forbidden, seq_ids, sparse, first_step, scale, opt, rule,
+                tail_learned):
+    """One online update per sequence of ``seq_ids``, in order (CRF, hinge or perceptron).
+
+    The same operations as the online learner stepping through batches of
+    one sequence (``learners._online``): the gradient of sequence ``t`` goes
+    into part 0 of ``sparse`` at step ``first_step + t``, then
+    ``learners._online_fast.apply_update`` applies it (``opt``, ``rule``,
+    ``scale``) before the next sequence is scored. Without a Python round
+    trip per sequence. ``forbidden`` holds the ``-inf``/0 masks of the
+    transition, start and end scores. Returns the sum of the losses (added in
+    order) and the count :func:`chain_part` returns, summed.
+    """
+    K = forbidden[1].shape[0]
+    one = np.empty(1, dtype=np.int64)
+    losses = np.empty(1)
+    unary = np.zeros(0)
+    trans, start, end = np.zeros((K, K)), np.zeros(K), np.zeros(K)
+    total = 0.0
+    count = 0
+    for t in range(seq_ids.shape[0]):
+        step = first_step + t
+        one[0] = seq_ids[t]
+        scores = _scores_from(w, forbidden[0], forbidden[1], forbidden[2])
+        out = ChainGradient(unary, trans, start, end, sparse, 0, step, tail_learned)
+        count += chain_part(kind, chains, scores, one, out, losses)
+        total += losses[0]
+        apply_update(sparse, step, scale, w, opt, rule)
+    return total, count

@@ -26,6 +26,8 @@ _TRAINING_PARTS = 4
 # Dense-mode placeholder for the sparse gradient (see ChainGradient).
 _NO_SPARSE = SparseGradient(np.zeros((0, 2)), np.zeros((1, 0), dtype=np.int64),
                             np.zeros(1, dtype=np.int64))
+# Sparse-mode placeholder for the dense unary gradient.
+_EMPTY = np.zeros(0)
 
 
 def frequency_rank(X):
@@ -259,19 +261,23 @@ class ChainRunner:
         scores = model.scores(w)
         chains = data.chains(model)
         losses = np.zeros(data.n_sequences)
+        parts = data.parts()
 
         def run(seq_ids):
             out = ChainGradient(np.zeros(model.n_pairs), np.zeros((K, K)), np.zeros(K),
                                 np.zeros(K), _NO_SPARSE, 0, 0, model.tail_learned)
-            failed = part_loss(kind, chains, scores, seq_ids, out, losses, sparsemap_options)
-            return out, failed
+            part_losses = np.empty(seq_ids.shape[0])
+            failed = part_loss(kind, chains, scores, seq_ids, out, part_losses,
+                               sparsemap_options)
+            return out, part_losses, failed
 
-        results = self.map(run, data.parts())
+        results = self.map(run, parts)
         grad = np.empty(model.n_params)
         unary, tail = grad[:model.n_pairs], grad[model.n_pairs:]
         failed = 0
         # Parts are added in a fixed order: the same sums for any n_jobs.
-        for i, (out, f) in enumerate(results):
+        for i, ((out, part_losses, f), seq_ids) in enumerate(zip(results, parts)):
+            losses[seq_ids] = part_losses
             t = np.concatenate([out.trans.ravel(), out.start, out.end])
             if i == 0:
                 unary[:] = out.unary
@@ -314,15 +320,44 @@ class ChainProblem:
         self.data = data
         self.chains = data.chains(model)
         self.n_params = model.n_params
+        K, P = model.n_labels, model.n_pairs
+        # Forbidden scores as -inf to add to the weights (which stay 0 there):
+        # a step costs a few small additions, not a where() per array.
+        self._forbidden = tuple(np.where(mask < 0, -np.inf, 0.0) for mask in
+                                (model.trans_mask, model.start_mask, model.end_mask))
+        self._slices = (slice(P, P + K * K), slice(P + K * K, P + K * K + K),
+                        slice(P + K * K + K, P + K * K + 2 * K))
+        # Dense transition buffers per part, handed back zeroed by the kernels.
+        self._tails = {}
 
     def sample_costs(self):
         return np.diff(self.data.offsets) + 1.0
 
+    def _scores(self, w):
+        (t, s, e), (ft, fs, fe) = self._slices, self._forbidden
+        return ChainScores(w[:self.model.n_pairs], w[t].reshape(ft.shape) + ft, w[s] + fs,
+                           w[e] + fe)
+
     def batch_gradient(self, w, sample_ids, gradient, part, step):
         """Push the part's gradient; statistics: loss, then the part kernel's count."""
         K = self.model.n_labels
-        out = ChainGradient(np.zeros(0), np.zeros((K, K)), np.zeros(K), np.zeros(K), gradient,
-                            part, step, self.model.tail_learned)
-        losses = np.zeros(self.data.n_sequences)
-        count = part_loss(self.kind, self.chains, self.model.scores(w), sample_ids, out, losses)
-        return np.array([losses[sample_ids].sum(), count])
+        tail = self._tails.get(part)
+        if tail is None:
+            tail = self._tails[part] = (np.zeros((K, K)), np.zeros(K), np.zeros(K))
+        out = ChainGradient(_EMPTY, *tail, gradient, part, step, self.model.tail_learned)
+        losses = np.empty(sample_ids.shape[0])
+        count = part_loss(self.kind, self.chains, self._scores(w), sample_ids, out, losses)
+        return np.array([losses.sum(), count])
+
+    def sequential_steps(self, w, sample_ids, gradient, first_step, scale, opt, rule):
+        """One update per sequence, in one compiled call (the SparseMAP losses: None).
+
+        The optional fast path of the online problem interface for batches of
+        one sequence (the perceptron's): see ``learners._online``.
+        """
+        if self.kind in (SPARSEMAP, MARGIN_SPARSEMAP):
+            return None
+        total, count = fast.chain_steps(self.kind, self.chains, w, self._forbidden,
+                                        sample_ids, gradient, first_step, scale, opt, rule,
+                                        self.model.tail_learned)
+        return np.array([total, count])

@@ -79,7 +79,7 @@ def test_sequence_kernels_equal_the_generic_loss(loss, seed):
         assert converged
     else:
         value = sequence_loss(kind, u, np.int64(n), trans, labels,
-                              sequence_loss_work(np.int64(n + 2), trans), g, d_trans, d_start,
+                              sequence_loss_work(np.int64(n + 2), trans, loss == "crf"), g, d_trans, d_start,
                               d_end)
     expected, (d_unary, d_trans_ref, _, _) = structured_loss(
         Sequence(), unary, trans, y=gold, loss=loss,

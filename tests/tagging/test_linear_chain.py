@@ -274,6 +274,32 @@ def test_online_sparse_gradient_equals_the_dense_one(loss, dense):
         assert np.all(gradient.values[others, 2 * part] == 0.0)
 
 
+@pytest.mark.parametrize("loss, method", [("perceptron", "perceptron"), ("hinge", "adagrad"),
+                                          ("crf", "adagrad")])
+def test_sequential_steps_equal_the_learner_loop(loss, method):
+    # ChainProblem.sequential_steps runs an epoch of one-sequence batches in
+    # one compiled call; the learner's own loop must give the same bits.
+    from sksparse_struct.learners import minimize_online
+
+    data, model, _ = _random_problem(17, n_seqs=25, max_len=5, n_features=6, K=3, dense=False)
+    problem = ChainProblem(LOSS_KINDS[loss], model, data)
+
+    class Loop:
+        """The same problem without the fast path."""
+        n_params = problem.n_params
+        sample_costs = problem.sample_costs
+        batch_gradient = problem.batch_gradient
+
+    penalties = {} if method == "perceptron" else {"l1": 0.01, "l2": 0.1}
+    runs = [minimize_online(p, np.zeros(problem.n_params), np.arange(25), method=method,
+                            batch_size=1, max_epochs=4, tol=None, random_state=0,
+                            **penalties) for p in (problem, Loop())]
+    assert np.array_equal(runs[0].coef, runs[1].coef)
+    assert runs[0].loss_curve == runs[1].loss_curve
+    assert [s.tolist() for s in runs[0].stats] == [s.tolist() for s in runs[1].stats]
+    assert runs[0].n_steps == runs[1].n_steps == 100
+
+
 # --- learning ----------------------------------------------------------------
 
 
