@@ -51,3 +51,45 @@ def solve_on_simplex(objective, d, upper=None, x0=None):
         options={"ftol": 1e-14, "maxiter": 2000},
     )
     return res.x
+
+
+def is_tree(heads):
+    """Whether ``heads`` (``heads[m]`` the head of word ``m``; ``heads[0]`` unused) is a tree."""
+    n = len(heads) - 1
+    for m in range(1, n + 1):
+        seen = set()
+        h = m
+        while h != 0:
+            if h in seen:
+                return False
+            seen.add(h)
+            h = heads[h]
+    return True
+
+
+def is_projective(heads):
+    """Whether no two arcs of ``heads`` cross (with the root at position 0)."""
+    import itertools
+
+    arcs = [(min(heads[m], m), max(heads[m], m)) for m in range(1, len(heads))]
+    return not any(a < c < b < d or c < a < d < b
+                   for (a, b), (c, d) in itertools.combinations(arcs, 2))
+
+
+def all_trees(n, projective, single_root):
+    """Every tree over ``n`` words as an int64 head array of length ``n + 1`` (``-1`` first)."""
+    import itertools
+
+    trees = []
+    for choice in itertools.product(range(n + 1), repeat=n):
+        heads = (-1,) + choice
+        if any(heads[m] == m for m in range(1, n + 1)):
+            continue
+        if single_root and sum(h == 0 for h in choice) != 1:
+            continue
+        if not is_tree(heads):
+            continue
+        if projective and not is_projective(heads):
+            continue
+        trees.append(np.array(heads, dtype=np.int64))
+    return trees

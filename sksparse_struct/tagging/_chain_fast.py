@@ -277,6 +277,13 @@ def _finish_part(chains, out, n_touched):
 
 
 @njit
+def _buffers(chains, trans, seq_ids):
+    """Score and gradient buffers for the longest sequence of ``seq_ids``."""
+    L = max_length(chains.offsets, seq_ids)
+    return np.empty((L, trans.shape[0])), np.empty((L, trans.shape[0]))
+
+
+@njit
 def _any_nonzero(g, n):
     for t in range(n):
         for b in range(g.shape[1]):
@@ -306,10 +313,8 @@ def chain_part(kind, chains, scores, seq_ids, out, losses):
     (cost-augmented) MAP is not the gold sequence).
     """
     trans = scores.trans
-    L = max_length(chains.offsets, seq_ids)
-    u = np.empty((L, trans.shape[0]))
-    g = np.empty((L, trans.shape[0]))
-    work = sequence_loss_work(L, trans, kind == CRF)
+    u, g = _buffers(chains, trans, seq_ids)
+    work = sequence_loss_work(u.shape[0], trans, kind == CRF)
     n_touched = 0
     wrong = 0
     for t in range(seq_ids.shape[0]):
@@ -335,9 +340,7 @@ def chain_sparsemap_part(kind, chains, scores, seq_ids, sparsemap_options, out, 
     whose active-set solver stopped before convergence.
     """
     trans = scores.trans
-    L = max_length(chains.offsets, seq_ids)
-    u = np.empty((L, trans.shape[0]))
-    g = np.empty((L, trans.shape[0]))
+    u, g = _buffers(chains, trans, seq_ids)
     n_touched = 0
     not_converged = 0
     for t in range(seq_ids.shape[0]):

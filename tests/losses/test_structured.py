@@ -32,6 +32,8 @@ from sksparse_struct.losses import (
 )
 from sksparse_struct.structures import XOR, Budget, DependencyTree, Matching, Sequence
 
+from .._helpers import all_trees
+
 NEG_INF = -np.inf
 LOSSES = list(STRUCTURED_LOSSES)
 SPARSEMAP_LOSSES = ("sparsemap", "margin_sparsemap")
@@ -60,41 +62,6 @@ def sequence_vertices(n, K, has_start, has_end):
         feats.append(onehot[n - 1].copy() if has_end else None)
         vertices.append((np.array(labels), feats, onehot))
     return vertices
-
-
-def _is_tree(heads):
-    n = len(heads) - 1
-    for m in range(1, n + 1):
-        seen, h = set(), m
-        while h != 0:
-            if h in seen:
-                return False
-            seen.add(h)
-            h = heads[h]
-    return True
-
-
-def _crosses(a, b):
-    (l1, r1), (l2, r2) = sorted(a), sorted(b)
-    return l1 < l2 < r1 < r2 or l2 < l1 < r2 < r1
-
-
-def all_trees(n, projective, single_root):
-    """Every tree over n words as a head array (``-1`` first)."""
-    trees = []
-    for choice in itertools.product(range(n + 1), repeat=n):
-        heads = (-1,) + choice
-        if any(heads[m] == m for m in range(1, n + 1)):
-            continue
-        if single_root and sum(h == 0 for h in choice) != 1:
-            continue
-        if not _is_tree(heads):
-            continue
-        arcs = [(heads[m], m) for m in range(1, n + 1)]
-        if projective and any(_crosses(a, b) for a, b in itertools.combinations(arcs, 2)):
-            continue
-        trees.append(np.array(heads, dtype=np.int64))
-    return trees
 
 
 def tree_vertices(n, projective, single_root):

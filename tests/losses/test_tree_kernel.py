@@ -10,7 +10,6 @@ solved with SLSQP (and, as a second reference, by the generic
 ``sksparse_struct.inference.sparsemap`` solver).
 """
 
-import itertools
 
 import numpy as np
 import pytest
@@ -23,54 +22,14 @@ from sksparse_struct.losses._kinds_fast import SparseMAPOptions
 from sksparse_struct.losses._tree_fast import tree_loss
 from sksparse_struct.structures import DependencyTree
 
+from .._helpers import all_trees
+
 # Tight active-set tolerance so finite differences of the loss are exact enough.
 MAX_ITER, TOL, DEP_TOL = 200, 1e-12, 1e-12
 OPTIONS = SparseMAPOptions(MAX_ITER, TOL, DEP_TOL)
 
 
 # --- references ----------------------------------------------------------------
-
-
-def _is_tree(heads):
-    """Whether ``heads`` (``heads[m]`` for words ``1..n``, ``heads[0]`` unused) is a tree."""
-    n = len(heads) - 1
-    for m in range(1, n + 1):
-        seen = set()
-        h = m
-        while h != 0:
-            if h in seen:
-                return False
-            seen.add(h)
-            h = heads[h]
-    return True
-
-
-def _crosses(a, b):
-    (l1, r1), (l2, r2) = sorted(a), sorted(b)
-    return l1 < l2 < r1 < r2 or l2 < l1 < r2 < r1
-
-
-def _is_projective(heads):
-    # With the root at position 0, a tree is projective iff no two arcs cross.
-    arcs = [(heads[m], m) for m in range(1, len(heads))]
-    return not any(_crosses(a, b) for a, b in itertools.combinations(arcs, 2))
-
-
-def all_trees(n, projective, single_root):
-    """Every tree over ``n`` words as a head array of length ``n + 1`` (``-1`` first)."""
-    trees = []
-    for choice in itertools.product(range(n + 1), repeat=n):
-        heads = (-1,) + choice
-        if any(heads[m] == m for m in range(1, n + 1)):
-            continue
-        if single_root and sum(h == 0 for h in choice) != 1:
-            continue
-        if not _is_tree(heads):
-            continue
-        if projective and not _is_projective(heads):
-            continue
-        trees.append(np.array(heads, dtype=np.int64))
-    return trees
 
 
 def test_tree_counts():

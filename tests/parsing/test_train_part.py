@@ -18,7 +18,7 @@ from sksparse_struct.losses._kinds_fast import SparseMAPOptions
 from sksparse_struct.parsing._parser_fast import ArcModel, TrainingOptions, train_part
 from sksparse_struct.parsing._problem import stack_sentences
 
-from ..losses.test_tree_kernel import all_trees
+from .._helpers import all_trees
 
 MAX_ITER, TOL, DEP_TOL = 200, 1e-12, 1e-12
 

@@ -6,27 +6,8 @@ import numpy as np
 
 from sksparse_struct.structures._tree_fast import lift_to_projective
 
-
-def _is_tree(heads):
-    n = len(heads) - 1
-    for m in range(1, n + 1):
-        seen = set()
-        a = m
-        while a != 0:
-            if a in seen:
-                return False
-            seen.add(a)
-            a = heads[a]
-    return True
-
-
-def _projective(heads):
-    """No two arcs cross (the root at position 0 included)."""
-    arcs = [(min(h, m), max(h, m)) for m, h in enumerate(heads) if m > 0]
-    for (a, b), (c, d) in itertools.combinations(arcs, 2):
-        if a < c < b < d or c < a < d < b:
-            return False
-    return True
+from .._helpers import is_projective as _projective
+from .._helpers import is_tree as _is_tree
 
 
 def _lift(trees):
