@@ -281,13 +281,19 @@ def apply_update_share(gradient, step, scale, w, opt, rule, share, n_shares):
     grad = gradient.values
     touched = gradient.touched
     n_touched = gradient.n_touched
-    idx = np.empty(_UPDATE_CHUNK, dtype=np.int64)
-    G = np.empty(_UPDATE_CHUNK)
-    W = np.empty(_UPDATE_CHUNK)
-    A = np.empty(_UPDATE_CHUNK)
-    R = np.empty(_UPDATE_CHUNK, dtype=np.int64)
-    DS = np.empty(_UPDATE_CHUNK)
     P = n_touched.shape[0]
+    # Buffers no longer than the list (small updates are the perceptron's
+    # one-sequence steps, thousands per epoch); the chunks are the same.
+    size = 1
+    for p in range(P):
+        size += n_touched[p]
+    size = min(size, _UPDATE_CHUNK)
+    idx = np.empty(size, dtype=np.int64)
+    G = np.empty(size)
+    W = np.empty(size)
+    A = np.empty(size)
+    R = np.empty(size, dtype=np.int64)
+    DS = np.empty(size)
     grad_flat = grad.reshape(grad.size)
     opt_flat = opt.reshape(opt.size)
     cnt = 0
@@ -314,7 +320,7 @@ def apply_update_share(gradient, step, scale, w, opt, rule, share, n_shares):
             idx[cnt] = i
             G[cnt] = gi * scale
             cnt += 1
-            if cnt == _UPDATE_CHUNK:
+            if cnt == size:
                 _update_chunk(idx, G, W, A, R, DS, cnt, step, w, opt, rule)
                 cnt = 0
     if cnt > 0:

@@ -318,18 +318,29 @@ def chain_part(kind, chains, scores, seq_ids, out, losses):
     n_touched = 0
     wrong = 0
     for t in range(seq_ids.shape[0]):
-        r0, r1 = _scores_of(chains, scores, seq_ids[t], u)
-        n = r1 - r0
-        losses[t] = 0.0
-        if n == 0:
-            continue
-        losses[t] = sequence_loss(kind, u, n, trans, chains.gold[r0:r1], work, g, out.trans,
-                                  out.start, out.end)
-        if kind != CRF and _any_nonzero(g, n):
-            wrong += 1
-        n_touched = _add_token_gradient(chains, g[:n], r0, r1, out, n_touched)
+        losses[t], nonzero, n_touched = _chain_sequence(kind, chains, scores, seq_ids[t], u, g,
+                                                        work, out, n_touched)
+        wrong += nonzero
     _finish_part(chains, out, n_touched)
     return wrong
+
+
+@njit
+def _chain_sequence(kind, chains, scores, s, u, g, work, out, n_touched):
+    """Loss of sequence ``s`` and its gradient into ``out`` (see :func:`chain_part`).
+
+    Returns the loss, whether the gradient is nonzero (hinge, perceptron) and
+    the new count of touched coordinates.
+    """
+    r0, r1 = _scores_of(chains, scores, s, u)
+    n = r1 - r0
+    if n == 0:
+        return 0.0, False, n_touched
+    loss = sequence_loss(kind, u, n, scores.trans, chains.gold[r0:r1], work, g, out.trans,
+                         out.start, out.end)
+    nonzero = kind != CRF and _any_nonzero(g, n)
+    n_touched = _add_token_gradient(chains, g[:n], r0, r1, out, n_touched)
+    return loss, nonzero, n_touched
 
 
 @njit
@@ -399,20 +410,16 @@ def unary_part(chains, w, seq_ids, out):
 
 
 @njit
-def _scores_from(w, forbidden_trans, forbidden_start, forbidden_end):
-    """:class:`ChainScores` of the parameter vector ``w`` (forbidden scores: ``-inf`` added)."""
-    K = forbidden_start.shape[0]
-    P = w.shape[0] - K * K - 2 * K
-    trans = np.empty((K, K))
+def _fill_scores(w, P, forbidden, trans, start, end):
+    """The transition, start and end scores of the parameter vector ``w`` (after the
+    ``P`` unary pairs), with ``forbidden``'s ``-inf`` added, into the three arrays."""
+    K = start.shape[0]
     for a in range(K):
         for b in range(K):
-            trans[a, b] = w[P + a * K + b] + forbidden_trans[a, b]
-    start = np.empty(K)
-    end = np.empty(K)
+            trans[a, b] = w[P + a * K + b] + forbidden[0][a, b]
     for a in range(K):
-        start[a] = w[P + K * K + a] + forbidden_start[a]
-        end[a] = w[P + K * K + K + a] + forbidden_end[a]
-    return ChainScores(w[:P], trans, start, end)
+        start[a] = w[P + K * K + a] + forbidden[1][a]
+        end[a] = w[P + K * K + K + a] + forbidden[2][a]
 
 
 @njit
@@ -430,18 +437,25 @@ def chain_steps(kind, chains, w, forbidden, seq_ids, sparse, first_step, scale, 
     order) and the count :func:`chain_part` returns, summed.
     """
     K = forbidden[1].shape[0]
-    one = np.empty(1, dtype=np.int64)
-    losses = np.empty(1)
+    P = w.shape[0] - K * K - 2 * K
     unary = np.zeros(0)
-    trans, start, end = np.zeros((K, K)), np.zeros(K), np.zeros(K)
+    d_trans, d_start, d_end = np.zeros((K, K)), np.zeros(K), np.zeros(K)
+    trans, start, end = np.empty((K, K)), np.empty(K), np.empty(K)
+    u, g = _buffers(chains, trans, seq_ids)
+    work = sequence_loss_work(u.shape[0], trans, False)
     total = 0.0
     count = 0
     for t in range(seq_ids.shape[0]):
         step = first_step + t
-        one[0] = seq_ids[t]
-        scores = _scores_from(w, forbidden[0], forbidden[1], forbidden[2])
-        out = ChainGradient(unary, trans, start, end, sparse, 0, step, tail_learned)
-        count += chain_part(kind, chains, scores, one, out, losses)
-        total += losses[0]
+        _fill_scores(w, P, forbidden, trans, start, end)
+        scores = ChainScores(w[:P], trans, start, end)
+        if kind == CRF:
+            work = sequence_loss_work(u.shape[0], trans, True)
+        out = ChainGradient(unary, d_trans, d_start, d_end, sparse, 0, step, tail_learned)
+        loss, nonzero, n_touched = _chain_sequence(kind, chains, scores, seq_ids[t], u, g,
+                                                   work, out, 0)
+        _finish_part(chains, out, n_touched)
+        count += nonzero
+        total += loss
         apply_update(sparse, step, scale, w, opt, rule)
     return total, count
