@@ -184,7 +184,9 @@ def proposition_f1_score(y_true, y_pred, *, average="macro", labels=None):
         the gold and predicted labels. A class given here but absent from
         both gold and prediction scores 0 (it still counts in the macro
         average), as in the evaluation of Niculae, Park and Cardie (2017).
-        Propositions whose labels are not listed count in no class.
+        Propositions whose labels are not listed count in no class. To
+        score cross-validation folds over a fixed set of classes, use
+        ``make_scorer(proposition_f1_score, labels=[...])``.
 
     Returns
     -------
