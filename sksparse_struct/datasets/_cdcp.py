@@ -421,7 +421,8 @@ def read_cdcp(folder, *, merge_nested=True, transitive_closure=True, annotations
         file): a missing or invalid ``.ann.json``, spans that overlap, are
         unsorted or out of range, a label list of the wrong length, a link
         to a missing proposition or to its own source, a bad CoreNLP or pipe
-        file.
+        file, or (with ``merge_nested=True``) two multi-proposition sources
+        that overlap without one containing the other.
 
     See Also
     --------
