@@ -22,6 +22,7 @@ from ._ad3_fast import (
     ad3_loop,
     adapt_eta,
     consensus,
+    dense_workspace,
     dual_value,
     evaluate_assignment,
     solve_local,
@@ -192,11 +193,8 @@ def _run(cg, theta, fs, fixed, eta, adaptive, max_iter, tol, state):
         return int(n_iter), bool(converged), float(eta)
     # With structure factors: the same loop, in Python around the kernels.
     share = np.where(cg.deg > 0, theta / np.maximum(cg.deg, 1), 0.0)
-    max_n = max(1, int(np.max(np.diff(cg.f_start), initial=1)))
-    max_nc = max(1, int(np.max(cg.tab_nc, initial=1)))
-    ws = (np.empty(max_n), np.empty(max_n), np.empty(max_nc + 1, dtype=np.int64),
-          np.empty((max_nc + 2, max_nc + 2)), np.empty(max_nc + 2), np.empty(2 * max_nc + 4),
-          np.empty(max_nc + 2 + max_n))
+    f_dense, dS, dk, dB, ws = dense_workspace(cg.f_type, cg.f_start, cg.f_score, cg.f_table,
+                                              cg.tab_nc, cg.tab_gram, cg.gram, add)
     factor_active = np.ones(cg.f_type.shape[0], dtype=np.bool_)
     var_active = np.ones(cg.n_variables, dtype=np.bool_)
     refresh = True
@@ -205,7 +203,7 @@ def _run(cg, theta, fs, fixed, eta, adaptive, max_iter, tol, state):
     while t < max_iter:
         rho = 2.0 * eta
         solve_local(*kargs, share, u, lam, rho, fs, q, add, factor_active, var_active,
-                    refresh, *ws)
+                    refresh, f_dense, dS, dk, dB, *ws)
         _solve_structures(cg, u, share, lam, rho, fs, q, add, inits, factor_active,
                           var_active, refresh)
         primal_res, dual_res = consensus(cg.v_ptr, cg.v_slots, cg.slot_factor, cg.deg, fixed,

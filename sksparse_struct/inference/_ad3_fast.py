@@ -67,119 +67,157 @@ def _project_simplex(x, n, srt):
 
 
 @njit
-def _solve_kkt(A, b, x, n):
-    """Solve ``A[:n, :n] x = b[:n]`` by Gaussian elimination with partial pivoting.
+def _kkt_insert(G, g0, nc, S, k, B, c, w):
+    """Add configuration ``c`` to the support ``S[:k]`` and border the KKT inverse.
 
-    ``A`` and ``b`` are overwritten. Returns False if a pivot vanishes.
+    ``B`` is the inverse of ``[[0, 1^T], [1, G_SS]]`` (row 0: the multiplier).
+    The Schur complement of the new row is the squared distance from ``c``
+    to the affine hull of the support; when it vanishes nothing changes, the
+    affine coefficients of ``c`` are left in ``w[1:k + 1]`` and False is
+    returned.
     """
-    for col in range(n):
-        piv = col
-        best = abs(A[col, col])
-        for r in range(col + 1, n):
-            if abs(A[r, col]) > best:
-                best = abs(A[r, col])
-                piv = r
-        if best < 1e-14:
-            return False
-        if piv != col:
-            for c in range(n):
-                A[col, c], A[piv, c] = A[piv, c], A[col, c]
-            b[col], b[piv] = b[piv], b[col]
-        inv = 1.0 / A[col, col]
-        for r in range(col + 1, n):
-            f = A[r, col] * inv
-            if f != 0.0:
-                for c in range(col, n):
-                    A[r, c] -= f * A[col, c]
-                b[r] -= f * b[col]
-    for r in range(n - 1, -1, -1):
-        s = b[r]
-        for c in range(r + 1, n):
-            s -= A[r, c] * x[c]
-        x[r] = s / A[r, r]
+    gcc = G[g0 + c * nc + c]
+    if k == 0:
+        B[0, 0] = -gcc
+        B[0, 1] = 1.0
+        B[1, 0] = 1.0
+        B[1, 1] = 0.0
+        S[0] = c
+        return True
+    for r in range(k + 1):
+        acc = B[r, 0]
+        for j in range(k):
+            acc += B[r, j + 1] * G[g0 + S[j] * nc + c]
+        w[r] = acc
+    schur = gcc - w[0]
+    for j in range(k):
+        schur -= G[g0 + S[j] * nc + c] * w[j + 1]
+    if schur <= _DEP_TOL * max(1.0, gcc) or k + 2 > B.shape[0]:
+        return False
+    inv = 1.0 / schur
+    for r in range(k + 1):
+        wr = w[r] * inv
+        for j in range(k + 1):
+            B[r, j] += wr * w[j]
+        B[r, k + 1] = -wr
+        B[k + 1, r] = -wr
+    B[k + 1, k + 1] = inv
+    S[k] = c
     return True
 
 
 @njit
-def _fill_kkt(G, g0, nc, S, k, A):
-    """The bordered KKT matrix ``[[G_SS, 1], [1^T, 0]]`` into ``A``."""
-    for i in range(k):
-        base = g0 + S[i] * nc
-        for j in range(k):
-            A[i, j] = G[base + S[j]]
-        A[i, k] = 1.0
-        A[k, i] = 1.0
-    A[k, k] = 0.0
+def _kkt_delete(S, k, B, j):
+    """Remove support member ``j`` (the last one takes its place); the new size."""
+    last = k - 1
+    if j != last:
+        S[j] = S[last]
+        jj, ll = j + 1, last + 1
+        for c in range(k + 1):
+            B[jj, c], B[ll, c] = B[ll, c], B[jj, c]
+        for r in range(k + 1):
+            B[r, jj], B[r, ll] = B[r, ll], B[r, jj]
+    if last > 0:
+        ll = last + 1
+        inv = 1.0 / B[ll, ll]
+        for r in range(ll):
+            br = B[r, ll] * inv
+            for c in range(ll):
+                B[r, c] -= br * B[ll, c]
+    return last
 
 
 @njit
-def dense_qp(theta, p, nc, G, g0, cfg_ptr, cfg_on, c0, r, S, A, b, x, coef, max_iter):
-    """Active-set solve of ``max_p theta . p - 1/2 ||C^T p||^2`` on the simplex.
+def _drop_zeros(p, S, k, B):
+    for j in range(k - 1, -1, -1):
+        if p[S[j]] <= 0.0:
+            p[S[j]] = 0.0
+            k = _kkt_delete(S, k, B, j)
+    return k
 
-    ``p[:nc]`` is the warm start (its support, or the best configuration when
-    it is all zero) and receives the solution; ``r`` receives ``C^T p``
-    (zeroed by the caller to the factor's number of slots). The support is
-    kept affinely independent (a configuration in the affine hull of the
-    support replaces one of it, Caratheodory style), so every KKT system is
-    nonsingular. Returns the number of iterations.
-    """
+
+@njit
+def dense_rebuild(p, nc, G, g0, S, B, w):
+    """Support and KKT inverse from a warm-start distribution ``p`` (dependent members dropped)."""
     k = 0
     for c in range(nc):
         if p[c] > 0.0:
-            S[k] = c
-            k += 1
+            if _kkt_insert(G, g0, nc, S, k, B, c, w):
+                k += 1
+            else:
+                p[c] = 0.0
+    return k
+
+
+@njit
+def dense_qp(theta, p, nc, G, g0, cfg_ptr, cfg_on, c0, r, S, k, B, x, rhs, res, max_iter):
+    """Active-set solve of ``max_p theta . p - 1/2 ||C^T p||^2`` on the simplex.
+
+    ``p[:nc]`` with support ``S[:k]`` and KKT inverse ``B`` is the warm start
+    (kept from the previous call); all three are updated in place and the
+    new support size returned; ``r`` receives ``C^T p``. The support stays
+    affinely independent (a configuration in the affine hull of the support
+    replaces one of it, Caratheodory style), so the KKT matrix is always
+    invertible; its inverse is updated in ``O(k^2)`` per change, and each
+    relaxed solve takes one step of iterative refinement.
+    """
     if k == 0:
         best = 0
         for c in range(1, nc):
             if theta[c] > theta[best]:
                 best = c
+        for c in range(nc):
+            p[c] = 0.0
         p[best] = 1.0
-        S[0] = best
+        _kkt_insert(G, g0, nc, S, 0, B, best, x)
         k = 1
     it = 0
     while it < max_iter:
         it += 1
-        _fill_kkt(G, g0, nc, S, k, A)
+        # relaxed QP on the support: x = B [1; theta_S], refined once
+        rhs[0] = 1.0
         for i in range(k):
-            b[i] = theta[S[i]]
-        b[k] = 1.0
-        if not _solve_kkt(A, b, x, k + 1):
-            break  # cannot happen with an independent support
-        # Blocking step towards the relaxed solution if it leaves the simplex.
+            rhs[i + 1] = theta[S[i]]
+        for a in range(k + 1):
+            acc = 0.0
+            for j in range(k + 1):
+                acc += B[a, j] * rhs[j]
+            x[a] = acc
+        acc = 1.0
+        for i in range(k):
+            acc -= x[i + 1]
+        res[0] = acc
+        for i in range(k):
+            acc = rhs[i + 1] - x[0]
+            base = g0 + S[i] * nc
+            for j in range(k):
+                acc -= G[base + S[j]] * x[j + 1]
+            res[i + 1] = acc
+        for a in range(k + 1):
+            acc = 0.0
+            for j in range(k + 1):
+                acc += B[a, j] * res[j]
+            x[a] += acc
         blocking = -1
         gamma = 1.0
         for i in range(k):
-            if x[i] < 0.0:
+            if x[i + 1] < 0.0:
                 pi = p[S[i]]
-                ratio = pi / (pi - x[i])
+                ratio = pi / (pi - x[i + 1])
                 if blocking < 0 or ratio < gamma:
                     gamma = ratio
                     blocking = i
         if blocking >= 0:
             for i in range(k):
                 c = S[i]
-                p[c] += gamma * (x[i] - p[c])
+                p[c] += gamma * (x[i + 1] - p[c])
             p[S[blocking]] = 0.0
-            kk = 0
-            for i in range(k):
-                c = S[i]
-                if p[c] > 0.0:
-                    S[kk] = c
-                    kk += 1
-                else:
-                    p[c] = 0.0
-            k = kk
+            k = _drop_zeros(p, S, k, B)
             continue
-        tau = x[k]
-        kk = 0
+        tau = x[0]
         for i in range(k):
-            c = S[i]
-            p[c] = x[i]
-            if x[i] > 0.0:
-                S[kk] = c
-                kk += 1
-        k = kk
-        # r = C^T p, then the most violated optimality condition.
+            p[S[i]] = x[i + 1]
+        k = _drop_zeros(p, S, k, B)
         for i in range(r.shape[0]):
             r[i] = 0.0
         for i in range(k):
@@ -198,51 +236,35 @@ def dense_qp(theta, p, nc, G, g0, cfg_ptr, cfg_on, c0, r, S, A, b, x, coef, max_
                 best_g = g
                 best = c
         if best < 0:
-            return it
+            return k
         # Insert ``best``; if it is an affine combination of the support,
-        # shift mass onto it until one support member leaves.
-        _fill_kkt(G, g0, nc, S, k, A)
-        for i in range(k):
-            b[i] = G[g0 + S[i] * nc + best]
-        b[k] = 1.0
-        _solve_kkt(A, b, coef, k + 1)
-        dist = G[g0 + best * nc + best] - coef[k]
-        for i in range(k):
-            dist -= coef[i] * G[g0 + S[i] * nc + best]
-        if dist <= _DEP_TOL * max(1.0, G[g0 + best * nc + best]):
+        # shift mass onto it until one member leaves, then insert it.
+        while not _kkt_insert(G, g0, nc, S, k, B, best, x):
             j = -1
             tmin = np.inf
             for i in range(k):
-                if coef[i] > 0.0:
-                    ratio = p[S[i]] / coef[i]
+                if x[i + 1] > 0.0:
+                    ratio = p[S[i]] / x[i + 1]
                     if ratio < tmin:
                         tmin = ratio
                         j = i
             if j < 0:
-                return it  # cannot happen: the coefficients sum to 1
+                return k  # cannot happen: the coefficients sum to 1
             for i in range(k):
-                p[S[i]] -= tmin * coef[i]
+                p[S[i]] -= tmin * x[i + 1]
             p[S[j]] = 0.0
-            p[best] = tmin
-            kk = 0
-            for i in range(k):
-                c = S[i]
-                if p[c] > 0.0:
-                    S[kk] = c
-                    kk += 1
-                else:
-                    p[c] = 0.0
-            k = kk
-        S[k] = best
+            p[best] += tmin
+            k = _kkt_delete(S, k, B, j)
+            k = _drop_zeros(p, S, k, B)
         k += 1
     # Out of iterations: r must still describe p.
     for i in range(r.shape[0]):
         r[i] = 0.0
-    for c in range(nc):
-        if p[c] > 0.0:
-            for t in range(cfg_ptr[c0 + c], cfg_ptr[c0 + c + 1]):
-                r[cfg_on[t]] += p[c]
-    return it
+    for i in range(k):
+        c = S[i]
+        for t in range(cfg_ptr[c0 + c], cfg_ptr[c0 + c + 1]):
+            r[cfg_on[t]] += p[c]
+    return k
 
 
 @njit
@@ -281,8 +303,8 @@ def pair_qp(a, b, s):
 @njit
 def solve_local(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, tab_nc,
                 tab_gram, cfg_ptr, cfg_on, gram, share, u, lam, rho, factor_scores,
-                q, add, factor_active, var_active, refresh, ws_z, ws_s, ws_S, ws_A, ws_b,
-                ws_x, ws_c):
+                q, add, factor_active, var_active, refresh, f_dense, dS, dk, dB, ws_z, ws_s,
+                ws_theta, ws_r, ws_x, ws_rhs, ws_res):
     """Solve the local QP of every (active) compiled factor; update ``q``, ``add``.
 
     Marks the variables whose copies moved, or are fractional, as active
@@ -333,15 +355,16 @@ def solve_local(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, 
             t = f_table[f]
             nc = tab_nc[t]
             c0 = tab_cfg[t]
-            theta = ws_x[nc + 2:2 * nc + 2]
             for c in range(nc):
                 th = factor_scores[off + c] * inv_rho
                 for e in range(cfg_ptr[c0 + c], cfg_ptr[c0 + c + 1]):
                     th += ws_z[cfg_on[e]]
-                theta[c] = th
-            r = ws_c[nc + 2:nc + 2 + n]
-            dense_qp(theta, add[off:off + nc], nc, gram, tab_gram[t], cfg_ptr, cfg_on, c0,
-                     r, ws_S, ws_A, ws_b, ws_x, ws_c, 10 * nc + 10)
+                ws_theta[c] = th
+            d = f_dense[f]
+            r = ws_r[:n]
+            dk[d] = dense_qp(ws_theta, add[off:off + nc], nc, gram, tab_gram[t], cfg_ptr,
+                             cfg_on, c0, r, dS[d], dk[d], dB[d], ws_x, ws_rhs, ws_res,
+                             10 * nc + 10)
             for i in range(n):
                 ws_z[i] = r[i]
         for i in range(n):
@@ -415,6 +438,39 @@ def adapt_eta(eta, primal_res, dual_res):
 
 
 @njit
+def dense_workspace(f_type, f_start, f_score, f_table, tab_nc, tab_gram, gram, add):
+    """Per dense factor active-set state (from the warm start ``add``), and work arrays."""
+    n_f = f_type.shape[0]
+    max_n = 1
+    for f in range(n_f):
+        max_n = max(max_n, f_start[f + 1] - f_start[f])
+    max_nc = 1
+    for t in range(tab_nc.shape[0]):
+        max_nc = max(max_nc, tab_nc[t])
+    cap = max_n + 1  # at most n + 1 affinely independent configurations
+    f_dense = np.full(n_f, -1, dtype=np.int64)
+    n_dense = 0
+    for f in range(n_f):
+        if f_type[f] == DENSE:
+            f_dense[f] = n_dense
+            n_dense += 1
+    dS = np.zeros((n_dense, cap), dtype=np.int64)
+    dk = np.zeros(n_dense, dtype=np.int64)
+    dB = np.zeros((n_dense, cap + 1, cap + 1))
+    w = np.empty(cap + 1)
+    for f in range(n_f):
+        d = f_dense[f]
+        if d >= 0:
+            t = f_table[f]
+            off = f_score[f]
+            dk[d] = dense_rebuild(add[off:off + tab_nc[t]], tab_nc[t], gram, tab_gram[t],
+                                  dS[d], dB[d], w)
+    ws = (np.empty(max_n), np.empty(max_n), np.empty(max_nc), np.empty(max_n),
+          np.empty(cap + 1), np.empty(cap + 1), np.empty(cap + 1))
+    return f_dense, dS, dk, dB, ws
+
+
+@njit
 def ad3_loop(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, tab_nc,
              tab_gram, cfg_ptr, cfg_on, gram, v_ptr, v_slots, slot_factor, deg, fixed,
              theta, factor_scores, q, lam, u, add, eta, adaptive, max_iter, tol):
@@ -426,19 +482,8 @@ def ad3_loop(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, tab
     share = np.empty(n_vars)
     for i in range(n_vars):
         share[i] = theta[i] / deg[i] if deg[i] > 0 else 0.0
-    max_n = 1
-    for f in range(f_type.shape[0]):
-        max_n = max(max_n, f_start[f + 1] - f_start[f])
-    max_nc = 1
-    for t in range(tab_nc.shape[0]):
-        max_nc = max(max_nc, tab_nc[t])
-    ws_z = np.empty(max_n)
-    ws_s = np.empty(max_n)
-    ws_S = np.empty(max_nc + 1, dtype=np.int64)
-    ws_A = np.empty((max_nc + 2, max_nc + 2))
-    ws_b = np.empty(max_nc + 2)
-    ws_x = np.empty(2 * max_nc + 4)
-    ws_c = np.empty(max_nc + 2 + max_n)
+    f_dense, dS, dk, dB, ws = dense_workspace(f_type, f_start, f_score, f_table, tab_nc,
+                                              tab_gram, gram, add)
     factor_active = np.ones(f_type.shape[0], dtype=np.bool_)
     var_active = np.ones(n_vars, dtype=np.bool_)
     refresh = True
@@ -447,8 +492,8 @@ def ad3_loop(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, tab
     while t < max_iter:
         solve_local(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, tab_nc,
                     tab_gram, cfg_ptr, cfg_on, gram, share, u, lam, 2.0 * eta,
-                    factor_scores, q, add, factor_active, var_active, refresh, ws_z, ws_s,
-                    ws_S, ws_A, ws_b, ws_x, ws_c)
+                    factor_scores, q, add, factor_active, var_active, refresh, f_dense, dS,
+                    dk, dB, ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[6])
         primal_res, dual_res = consensus(v_ptr, v_slots, slot_factor, deg, fixed, theta, q,
                                          lam, u, 2.0 * eta, 1.0, var_active, factor_active,
                                          refresh)
