@@ -26,7 +26,7 @@ ALLOWED = {
 }
 _BELOW_ESTIMATORS = {"feature_extraction", "losses", "learners", "inference", "structures",
                      "mappings", "metrics", "datasets", "utils"}
-ESTIMATORS = ("linear_model", "tagging", "parsing")
+ESTIMATORS = ("linear_model", "tagging", "parsing", "argument_mining")
 for _name in ESTIMATORS:
     ALLOWED[_name] = set(_BELOW_ESTIMATORS)
 

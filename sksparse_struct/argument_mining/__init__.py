@@ -1,0 +1,1 @@
+"""Argument mining: joint proposition classification and link prediction."""
