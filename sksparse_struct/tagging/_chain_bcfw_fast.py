@@ -12,12 +12,13 @@ Data layout and scores are those of ``_chain_fast``.
 
 import numpy as np
 
+from ..learners._bcfw_fast import step
 from ..losses._sequence_fast import add_hamming_cost, gold_score
 from ..structures._sequence_fast import viterbi
 from ..utils._numba import njit
-from ._chain_fast import _find_pair, _scores_of
+from ._chain_fast import ChainScores, _fill_scores, _find_pair, _scores_of
 
-__all__ = ["chain_joint_feature", "chain_loss_augmented"]
+__all__ = ["chain_bcfw_pass", "chain_joint_feature", "chain_loss_augmented"]
 
 
 @njit
@@ -106,3 +107,40 @@ def chain_joint_feature(chains, s, m, K, tail_learned):
             values[c] = v
             c += 1
     return indices[:c], values[:c]
+
+
+@njit
+def chain_bcfw_pass(chains, forbidden, order, u, m, diff, tail_learned, state):
+    """One pass of the BCFW learner over the sequences ``order``, in one call.
+
+    For each sequence: :func:`chain_loss_augmented` at the current weights
+    ``state.w`` (plus the ``-inf``/0 masks ``forbidden`` of the transition,
+    start and end scores), the joint feature vector of the block minus the
+    decoding, and ``learners._bcfw_fast.step``: the operations of the
+    learner's own loop over the problem's methods, so the same result.
+    ``u``, ``m`` and ``diff`` are buffers for the longest sequence. Returns
+    the statistics (hinge losses, mistakes) summed in order, and the first
+    bad step's sequence (-1 if none; it stops there).
+    """
+    w = state.w
+    K = forbidden[1].shape[0]
+    P = w.shape[0] - K * K - 2 * K
+    trans, start, end = np.empty((K, K)), np.empty(K), np.empty(K)
+    total = np.zeros(2)
+    for t in range(order.shape[0]):
+        s = order[t]
+        _fill_scores(w, P, forbidden, trans, start, end)
+        a = state.block_ptr[s]
+        b = state.block_ptr[s + 1]
+        ms = m[:b - a]
+        cost, loss = chain_loss_augmented(chains, ChainScores(w[:P], trans, start, end), s, u,
+                                          ms)
+        total[0] += loss
+        total[1] += 1.0 if cost > 0.0 else 0.0
+        d = diff[:b - a]
+        for j in range(b - a):
+            d[j] = state.blocks[a + j] - ms[j]
+        indices, values = chain_joint_feature(chains, s, d, K, tail_learned)
+        if step(state, s, ms, cost, indices, values) >= 0:
+            return total, s
+    return total, -1

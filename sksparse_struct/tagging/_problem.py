@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from ..learners import SparseGradient
 from ..losses._kinds_fast import MARGIN_SPARSEMAP, SPARSEMAP, SPARSEMAP_OPTIONS
 from . import _chain_fast as fast
-from ._chain_bcfw_fast import chain_joint_feature, chain_loss_augmented
+from ._chain_bcfw_fast import chain_bcfw_pass, chain_joint_feature, chain_loss_augmented
 from ._chain_fast import ChainGradient, Chains, ChainScores
 
 # Work is cut into fixed chunks (never into "one per thread") so that sums
@@ -395,7 +395,10 @@ class ChainBCFWProblem:
         self._slices = (slice(P, P + K * K), slice(P + K * K, P + K * K + K),
                         slice(P + K * K + K, P + K * K + 2 * K))
         lengths = np.diff(data.offsets)
-        self._u = np.empty((max(int(lengths.max(initial=0)), 1), K))
+        longest = max(int(lengths.max(initial=0)), 1)
+        self._u = np.empty((longest, K))
+        self._m = np.empty(longest * K + K * K)
+        self._diff = np.empty(longest * K + K * K)
 
     def _length(self, i):
         return int(self.data.offsets[i + 1] - self.data.offsets[i])
@@ -417,6 +420,16 @@ class ChainBCFWProblem:
         m = np.empty(self._length(i) * K + K * K)
         cost, loss = chain_loss_augmented(self.chains, scores, np.int64(i), self._u, m)
         return m, cost, np.array([loss, float(cost > 0.0)])
+
+    def bcfw_pass(self, state, order):
+        """A whole pass in one compiled call (the optional fast path of ``learners._bcfw``)."""
+        total, bad = chain_bcfw_pass(self.chains, self._forbidden,
+                                     np.ascontiguousarray(order, dtype=np.int64), self._u,
+                                     self._m, self._diff, self.model.tail_learned, state)
+        if bad >= 0:
+            # Our own kernels write valid entries; this would be a bug.
+            raise RuntimeError(f"the BCFW step of sequence {bad} met an invalid feature entry.")
+        return total
 
     def joint_feature(self, i, m):
         return chain_joint_feature(self.chains, np.int64(i), np.ascontiguousarray(m),

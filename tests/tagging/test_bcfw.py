@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from sklearn.base import clone
 
 from sksparse_struct import LinearChainCRF
+from sksparse_struct.learners import minimize_bcfw
 from sksparse_struct.tagging._problem import ChainBCFWProblem, ChainData, ChainModel
 from tests.tagging.test_linear_chain import _chunk_data, _tiny_tagging_data
 
@@ -113,6 +114,36 @@ def test_joint_feature_is_linear_in_the_structure():
             np.add.at(out, idx, val)
             dense.append(out)
         np.testing.assert_allclose(dense[2], 2.0 * dense[0] - 0.5 * dense[1], atol=1e-12)
+
+
+class _WithoutFastPath:
+    """The problem's methods, without its compiled pass."""
+
+    def __init__(self, problem):
+        self.problem = problem
+        self.n_params, self.n_samples = problem.n_params, problem.n_samples
+        self.stat_names = problem.stat_names
+        self.gold = problem.gold
+        self.loss_augmented = problem.loss_augmented
+        self.joint_feature = problem.joint_feature
+
+
+@pytest.mark.parametrize("dense", [True, False])
+@pytest.mark.parametrize("line_search, average", [(True, True), (False, False)])
+def test_compiled_pass_equals_the_learner_loop(dense, line_search, average):
+    data, model, _, _ = _masked_problem(7, dense)
+    problem = ChainBCFWProblem(model, data)
+    assert hasattr(problem, "bcfw_pass")
+    runs = [minimize_bcfw(p, C=2.0, max_iter=7, line_search=line_search, average=average,
+                          gap_every=3, random_state=0)
+            for p in (problem, _WithoutFastPath(problem))]
+    a, b = runs
+    np.testing.assert_array_equal(a.coef, b.coef)
+    np.testing.assert_array_equal(a.coef_last, b.coef_last)
+    assert a.history == b.history and a.dual_curve == b.dual_curve
+    for x, y in zip(a.stats, b.stats):
+        np.testing.assert_array_equal(x, y)
+    assert np.any(a.coef_last != 0)
 
 
 # --- the estimator --------------------------------------------------------------------
