@@ -15,12 +15,19 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..feature_extraction import SequenceVectorizer
 from ..inference import sparsemap
-from ..learners import minimize_lbfgs, minimize_online
+from ..learners import minimize_bcfw, minimize_lbfgs, minimize_online
 from ..losses._kinds_fast import LOSS_KINDS, STRUCTURED_LOSSES
 from ..metrics import flat_accuracy_score
 from ..structures import Sequence
 from ..utils._sklearn_compat import Interval, StrOptions, fit_context
-from ._problem import ChainData, ChainModel, ChainProblem, ChainRunner, frequency_rank
+from ._problem import (
+    ChainBCFWProblem,
+    ChainData,
+    ChainModel,
+    ChainProblem,
+    ChainRunner,
+    frequency_rank,
+)
 
 __all__ = ["LinearChainCRF"]
 
@@ -28,7 +35,7 @@ _SOLVERS = {
     "crf": ("lbfgs", "adagrad"),
     "sparsemap": ("lbfgs", "adagrad"),
     "margin_sparsemap": ("lbfgs", "adagrad"),
-    "hinge": ("adagrad",),
+    "hinge": ("adagrad", "bcfw"),
     "perceptron": ("perceptron",),
 }
 # SparseMAP losses are smooth enough for L-BFGS, but each evaluation solves a
@@ -43,6 +50,9 @@ _BATCH_PARTS = 2
 # Online epochs without improvement before stopping: an epoch's loss is
 # measured along the way, at moving weights, so one bad epoch is noise.
 _N_ITER_NO_CHANGE = 3
+# Passes of BCFW between two duality gaps (each costs one more decoding per
+# sequence); the last pass always gets one.
+_BCFW_GAP_EVERY = 10
 
 
 def _is_matrix(seq):
@@ -120,7 +130,7 @@ class LinearChainCRF(BaseEstimator):
         L2 penalty ``c2 * sum(w ** 2)`` added to the *sum* of the losses, as in
         CRFsuite: the same value gives comparable models. Not used by the
         perceptron (which averages instead).
-    solver : {"auto", "lbfgs", "adagrad", "perceptron"}, default="auto"
+    solver : {"auto", "lbfgs", "adagrad", "perceptron", "bcfw"}, default="auto"
         "auto" picks L-BFGS (OWL-QN when ``c1 > 0``) for "crf", mini-batch
         AdaGrad for "hinge", "sparsemap" and "margin_sparsemap" (L-BFGS also
         works for the SparseMAP losses, but its early iterations, with
@@ -129,15 +139,21 @@ class LinearChainCRF(BaseEstimator):
         online solvers update only the weights of the features a mini-batch
         touches (the penalties reach the others lazily, exactly), so an
         epoch costs time in proportion to the data, not to the model.
+        "bcfw" (only for ``loss="hinge"``, with ``c2 > 0`` and ``c1 = 0``):
+        block-coordinate Frank-Wolfe on the dual of the structured SVM
+        (``learners.minimize_bcfw`` with ``C = 1 / (2 c2)``, line search and
+        weight averaging): no step size to tune, and a duality gap that
+        bounds the distance to the optimum (:attr:`duality_gap_`).
     max_iter : int, default=100
-        Iterations of L-BFGS, or epochs of AdaGrad / perceptron.
+        Iterations of L-BFGS, or epochs of AdaGrad / perceptron / BCFW.
     tol : float, default=1e-5
         L-BFGS stops when the gradient norm is below ``tol * max(1, ||w||)``
         or the objective improved by less than a fraction ``tol`` in 10
         iterations (CRFsuite's epsilon and delta). AdaGrad and the perceptron
         stop when three epochs in a row fail to lower the mean training loss
         per sequence (penalties apart) below the best so far minus ``tol``;
-        ``tol=0`` runs ``max_iter`` epochs.
+        ``tol=0`` runs ``max_iter`` epochs. BCFW stops when the duality gap,
+        computed every 10 passes, is at most ``tol`` times the objective.
     all_possible_states : bool, default=False
         If False, a feature gets a weight only for the labels it was seen with
         in training (as in CRFsuite, much smaller models); if True for every
@@ -159,9 +175,10 @@ class LinearChainCRF(BaseEstimator):
         Sequences per AdaGrad step (the perceptron updates after every
         sequence).
     warm_start : bool, default=False
-        Start from the previous solution (same features and labels).
+        Start from the previous solution (same features and labels). Not
+        with ``solver="bcfw"``, whose dual state is not kept.
     random_state : int, RandomState instance or None, default=None
-        Shuffling for AdaGrad and the perceptron.
+        Shuffling for AdaGrad, the perceptron and BCFW.
     verbose : int, default=0
         If positive, print the iteration, objective and elapsed time every
         ``verbose`` iterations.
@@ -169,9 +186,9 @@ class LinearChainCRF(BaseEstimator):
         Threads used over sequences; ``None`` means 1, -1 all cores. L-BFGS
         evaluations run over 4 fixed parts of the data, AdaGrad over two
         fixed parts of each mini-batch, prediction over chunks of sequences;
-        the averaged perceptron, one sequence per update, is sequential by
-        nature. The parts do not depend on ``n_jobs``, so results are
-        identical for every value.
+        the averaged perceptron and BCFW, one sequence per update, are
+        sequential by nature. The parts do not depend on ``n_jobs``, so
+        results are identical for every value.
 
     Attributes
     ----------
@@ -195,7 +212,12 @@ class LinearChainCRF(BaseEstimator):
     objective_ : float
         Final training objective: the sum of the losses plus the penalties
         (online solvers: the losses of the last epoch, each at the weights
-        of its step, plus the penalties of the final weights).
+        of its step, plus the penalties of the final weights; BCFW: exact,
+        at the final weights).
+    duality_gap_ : float or None
+        With ``solver="bcfw"``: the duality gap of the final weights, in the
+        units of :attr:`objective_`; the optimum lies between
+        ``objective_ - duality_gap_`` and ``objective_``. None otherwise.
 
     See Also
     --------
@@ -218,7 +240,7 @@ class LinearChainCRF(BaseEstimator):
         "loss": [StrOptions(set(STRUCTURED_LOSSES))],
         "c1": [Interval(Real, 0, None, closed="left")],
         "c2": [Interval(Real, 0, None, closed="left")],
-        "solver": [StrOptions({"auto", "lbfgs", "adagrad", "perceptron"})],
+        "solver": [StrOptions({"auto", "lbfgs", "adagrad", "perceptron", "bcfw"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "all_possible_states": ["boolean"],
@@ -451,6 +473,17 @@ class LinearChainCRF(BaseEstimator):
                 f"solver={self.solver!r} cannot train loss={self.loss!r}; use one of "
                 f"{_SOLVERS[self.loss]} (or 'auto')."
             )
+        if solver == "bcfw":
+            if self.c2 <= 0 or self.c1 != 0:
+                raise ValueError(
+                    f"solver='bcfw' needs c2 > 0 and c1 = 0 (it minimizes the sum of the hinge "
+                    f"losses plus c2 * ||w||^2); got c1={self.c1!r}, c2={self.c2!r}."
+                )
+            if self.warm_start:
+                raise ValueError(
+                    "warm_start=True is not supported by solver='bcfw' (its dual state is not "
+                    "kept between fits); use solver='adagrad' or warm_start=False."
+                )
         X = _check_sequence_list(X)
         if len(X) == 0:
             raise ValueError("X is empty: at least one training sequence is needed.")
@@ -470,8 +503,11 @@ class LinearChainCRF(BaseEstimator):
             attr_ptr, pair_label = data.pairs(len(self.classes_), self.all_possible_states)
             model = ChainModel(attr_ptr, pair_label, trans_mask, start_mask, end_mask)
             w0 = np.zeros(model.n_params)
+        self.duality_gap_ = None
         if solver == "lbfgs":
             w = self._fit_lbfgs(model, data, w0)
+        elif solver == "bcfw":
+            w = self._fit_bcfw(model, data)
         else:
             w = self._fit_online(solver, model, data, w0)
         self._store(model, w, data.n_features)
@@ -565,6 +601,37 @@ class LinearChainCRF(BaseEstimator):
         if not perceptron:
             self.objective_ += self.c2 * float(w @ w) + self.c1 * float(np.abs(w).sum())
         return w
+
+    def _fit_bcfw(self, model, data):
+        """Block-coordinate Frank-Wolfe on the structured SVM (``learners.minimize_bcfw``).
+
+        The tagger's objective is ``sum_i hinge_i(w) + c2 ||w||^2``; the
+        learner's is ``||w||^2 / 2 + C sum_i hinge_i(w)``, the same divided by
+        ``2 c2`` when ``C = 1 / (2 c2)``.
+        """
+        C = 1.0 / (2.0 * self.c2)
+        start_time = time.perf_counter()
+
+        def callback(info):
+            if not (self.verbose and info.n_iter % max(int(self.verbose), 1) == 0):
+                return
+            # The objective and the gap only on the passes that compute them.
+            line = f"[LinearChainCRF] iteration {info.n_iter:4d}  dual {info.dual / C:.6e}"
+            if info.gap is not None:
+                line += (f"  objective {info.gap.primal / C:.6e}  duality gap "
+                         f"{info.gap.gap / C:.3e}")
+            print(f"{line}  mistakes {int(info.stats[1])}  elapsed "
+                  f"{time.perf_counter() - start_time:.2f}s", file=sys.stdout, flush=True)
+
+        result = minimize_bcfw(
+            ChainBCFWProblem(model, data), C=C, max_iter=self.max_iter, tol=self.tol,
+            gap_every=_BCFW_GAP_EVERY, random_state=self.random_state, callback=callback,
+        )
+        self.n_iter_ = result.n_iter
+        # The gap is always computed after the last pass.
+        self.objective_ = result.gap.primal / C
+        self.duality_gap_ = result.gap.gap / C
+        return result.coef
 
     # --- prediction ---------------------------------------------------------
 

@@ -1,9 +1,10 @@
 """The training problem of the linear-chain tagger: data layout, objective, decoding.
 
 Kept apart from the estimator so that the learners only see an objective
-(``loss_and_grad(w)`` for L-BFGS) or an online problem
-(:class:`ChainProblem`, for ``learners.minimize_online``), and the estimator
-only deals with validation and scikit-learn glue.
+(``loss_and_grad(w)`` for L-BFGS), an online problem (:class:`ChainProblem`,
+for ``learners.minimize_online``) or a BCFW problem
+(:class:`ChainBCFWProblem`, for ``learners.minimize_bcfw``), and the
+estimator only deals with validation and scikit-learn glue.
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -14,6 +15,7 @@ import scipy.sparse as sp
 from ..learners import SparseGradient
 from ..losses._kinds_fast import MARGIN_SPARSEMAP, SPARSEMAP, SPARSEMAP_OPTIONS
 from . import _chain_fast as fast
+from ._chain_bcfw_fast import chain_bcfw_pass, chain_joint_feature, chain_loss_augmented
 from ._chain_fast import ChainGradient, Chains, ChainScores
 
 # Work is cut into fixed chunks (never into "one per thread") so that sums
@@ -361,3 +363,74 @@ class ChainProblem:
                                         sample_ids, gradient, first_step, scale, opt, rule,
                                         self.model.tail_learned)
         return np.array([total, count])
+
+
+class ChainBCFWProblem:
+    """The BCFW problem (``learners._bcfw``) of the tagger's structured SVM (Hamming cost).
+
+    A structure of a sequence of ``n`` tokens is a vector of ``n K + K K``
+    entries: the label indicators of its tokens, then its transition
+    counts (see ``_chain_bcfw_fast``). Its statistics are the structured
+    hinge loss at the weights of the call and whether the decoding differs
+    from the gold labels.
+
+    Parameters
+    ----------
+    model : ChainModel
+    data : ChainData
+        With gold labels.
+    """
+
+    stat_names = ("loss", "mistakes")
+
+    def __init__(self, model, data):
+        self.model = model
+        self.data = data
+        self.chains = data.chains(model)
+        self.n_params = model.n_params
+        self.n_samples = data.n_sequences
+        K, P = model.n_labels, model.n_pairs
+        self._forbidden = tuple(np.where(mask < 0, -np.inf, 0.0) for mask in
+                                (model.trans_mask, model.start_mask, model.end_mask))
+        self._slices = (slice(P, P + K * K), slice(P + K * K, P + K * K + K),
+                        slice(P + K * K + K, P + K * K + 2 * K))
+        lengths = np.diff(data.offsets)
+        longest = max(int(lengths.max(initial=0)), 1)
+        self._u = np.empty((longest, K))
+        self._m = np.empty(longest * K + K * K)
+        self._diff = np.empty(longest * K + K * K)
+
+    def _length(self, i):
+        return int(self.data.offsets[i + 1] - self.data.offsets[i])
+
+    def gold(self, i):
+        K = self.model.n_labels
+        n = self._length(i)
+        labels = self.data.gold[self.data.offsets[i]:self.data.offsets[i + 1]]
+        m = np.zeros(n * K + K * K)
+        m[np.arange(n) * K + labels] = 1.0
+        np.add.at(m, n * K + labels[:-1] * K + labels[1:], 1.0)
+        return m
+
+    def loss_augmented(self, w, i):
+        (t, s, e), (ft, fs, fe) = self._slices, self._forbidden
+        scores = ChainScores(w[:self.model.n_pairs], w[t].reshape(ft.shape) + ft,
+                                  w[s] + fs, w[e] + fe)
+        K = self.model.n_labels
+        m = np.empty(self._length(i) * K + K * K)
+        cost, loss = chain_loss_augmented(self.chains, scores, np.int64(i), self._u, m)
+        return m, cost, np.array([loss, float(cost > 0.0)])
+
+    def bcfw_pass(self, state, order):
+        """A whole pass in one compiled call (the optional fast path of ``learners._bcfw``)."""
+        total, bad = chain_bcfw_pass(self.chains, self._forbidden,
+                                     np.ascontiguousarray(order, dtype=np.int64), self._u,
+                                     self._m, self._diff, self.model.tail_learned, state)
+        if bad >= 0:
+            # Our own kernels write valid entries; this would be a bug.
+            raise RuntimeError(f"the BCFW step of sequence {bad} met an invalid feature entry.")
+        return total
+
+    def joint_feature(self, i, m):
+        return chain_joint_feature(self.chains, np.int64(i), np.ascontiguousarray(m),
+                                   np.int64(self.model.n_labels), self.model.tail_learned)

