@@ -315,8 +315,7 @@ class _Doc:
     """A document's tokens, sentences and per-proposition attributes."""
 
 
-def _analyse(doc, index, use_parse, use_discourse, lexicon_res, root_verb_rule,
-             text_nouns=True):
+def _analyse(doc, index, use_parse, use_discourse, lexicon_res, root_verb_rule):
     where = _doc_name(doc, index)
     text, spans, paragraphs, prop_para = _check_document(doc, index)
     out = _Doc()
@@ -438,7 +437,7 @@ def _analyse(doc, index, use_parse, use_discourse, lexicon_res, root_verb_rule,
             attrs["productions"].append(prods)
             attrs["dependency_tuples"].append(deps)
             height[k] = np.mean(heights) if heights else 0.0
-        elif text_nouns:
+        else:
             attrs["nouns"].append({x for x in attrs["lower_lemmas"][-1]
                                    if x not in _STOPWORDS and any(c.isalpha() for c in x)})
 
@@ -871,7 +870,12 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
         vec_index, vec_matrix = self._check_vectors()
         links = self._check_y(X, y)
         has_parse = self._availability(X, "corenlp")
-        has_disc = self._availability(X, "discourse")
+        # A mix of documents with and without relations matters only when
+        # the discourse group may be used.
+        wants_disc = (self.groups == "auto" if isinstance(self.groups, str)
+                      else "discourse" in self.groups)
+        has_disc = (self._availability(X, "discourse") if wants_disc
+                    else all(d.get("discourse") is not None for d in X))
         have = {None: True, "parse": has_parse, "discourse": has_disc,
                 "links": links is not None and sum(len(x) for x in links) > 0,
                 "vectors": vec_index is not None}

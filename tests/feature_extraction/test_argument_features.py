@@ -530,6 +530,11 @@ def test_mixed_annotations_are_an_error():
     no_disc = make_doc(discourse=None, doc_id="nd")
     with pytest.raises(ValueError, match="'nd' .* no discourse"):
         af.transform([no_disc])
+    with pytest.raises(ValueError, match=r"'nd' \(X\[1\]\) has no 'discourse'"):
+        ArgumentFeatures().fit([parsed, no_disc])
+    # relations are not needed when the discourse group is not asked for
+    af = ArgumentFeatures(groups=["lemmas", "pos"]).fit([parsed, no_disc])
+    assert af.groups_ == ("lemmas", "pos")
 
 
 @pytest.mark.parametrize("change, match", [
