@@ -88,7 +88,11 @@ _KIND_NEEDS = {
     "structure": None,
     "pmi": "links",
     "embeds": "vectors",
+    "essay": None,
+    "proba": "labels",
 }
+# Kinds that "auto" and "text" select only with essays=True.
+_ESSAY_KINDS = ("essay", "proba")
 _KINDS = tuple(_KIND_NEEDS)
 
 _MODALS = frozenset(["can", "could", "may", "might", "must", "shall", "should", "will",
@@ -234,8 +238,8 @@ def _check_discourse(relations, where):
 class _Sentence:
     """One CoreNLP sentence, read once per document."""
 
-    __slots__ = ("dep_dependent", "dep_strings", "height", "n_leaves", "n_sbar",
-                 "prod_end", "prod_start", "prod_strings", "root_verb")
+    __slots__ = ("dep_dependent", "dep_strings", "height", "n_leaves", "n_sbar", "np_seqs",
+                 "prod_end", "prod_start", "prod_strings", "root_verb", "vp_seqs")
 
 
 def _read_sentence(sent, lemmas, words, pos, first, where, k):
@@ -253,6 +257,9 @@ def _read_sentence(sent, lemmas, words, pos, first, where, k):
     out.n_leaves = int(out.prod_end[0]) if spans else 0
     out.height = tree.height()
     out.n_sbar = sum(1 for node, _, _ in spans if node.label == "SBAR")
+    leaves = tree.leaves()
+    out.np_seqs = [tuple(leaves[a:b]) for node, a, b in spans if node.label == "NP"]
+    out.vp_seqs = [tuple(leaves[a:b]) for node, a, b in spans if node.label == "VP"]
     n = len(sent["tokens"])
     try:
         arcs = sent["collapsed-ccprocessed-dependencies"]
@@ -315,7 +322,13 @@ class _Doc:
     """A document's tokens, sentences and per-proposition attributes."""
 
 
-def _analyse(doc, index, use_parse, use_discourse, lexicon_res, root_verb_rule):
+def _analyse(doc, index, cfg):
+    """Tokens, sentences and proposition attributes of one document.
+
+    ``cfg``: use_parse, use_discourse, lexicon (compiled), root_verb,
+    include_preceding, essay.
+    """
+    use_parse, use_discourse = cfg["use_parse"], cfg["use_discourse"]
     where = _doc_name(doc, index)
     text, spans, paragraphs, prop_para = _check_document(doc, index)
     out = _Doc()
@@ -330,7 +343,10 @@ def _analyse(doc, index, use_parse, use_discourse, lexicon_res, root_verb_rule):
                              "the fitted features need")
         try:
             raw_sents = ann["sentences"]
-            toks = [(t["word"], t["lemma"], t["pos"], int(t["characterOffsetBegin"]))
+            toks = [(t["word"], t["lemma"], t["pos"], int(t["characterOffsetBegin"]),
+                     t.get("originalText", t["word"]),
+                     int(t.get("characterOffsetEnd", int(t["characterOffsetBegin"])
+                                + len(t["word"]))))
                     for s in raw_sents for t in s["tokens"]]
             sent_sizes = [len(s["tokens"]) for s in raw_sents]
         except (KeyError, TypeError):
@@ -340,11 +356,15 @@ def _analyse(doc, index, use_parse, use_discourse, lexicon_res, root_verb_rule):
         lemmas = [t[1] for t in toks]
         pos = [t[2] for t in toks]
         begins = np.array([t[3] for t in toks], dtype=np.int64)
+        tok_ends = np.array([t[5] for t in toks], dtype=np.int64)
+        original = [t[4] for t in toks]
         sent_first = np.concatenate([[0], np.cumsum(sent_sizes)]).astype(np.int64)
         sentences = [_read_sentence(s, lemmas, words, pos, int(sent_first[k]), where, k)
                      for k, s in enumerate(raw_sents)]
     else:
         words, begins, sent_first = _tokenize(text)
+        tok_ends = begins + np.array([len(w) for w in words], dtype=np.int64)
+        original = words
         lemmas = [w.lower() for w in words]
         pos = None
     if len(begins) and np.any(np.diff(begins) < 0):
@@ -360,6 +380,17 @@ def _analyse(doc, index, use_parse, use_discourse, lexicon_res, root_verb_rule):
     t1 = np.searchsorted(begins, ends, "left")
     out.t0, out.t1 = t0, t1
     n_tokens = (t1 - t0).astype(np.float64)
+    # t0p: where token attributes start; with include_preceding, the start of
+    # the proposition's first sentence (the persuasive-essay setting).
+    t0p = t0.copy()
+    char_start = starts.copy()
+    if cfg["include_preceding"] and len(begins):
+        has = t0 < t1
+        first_of = sent_first[sent_of[np.minimum(t0, len(begins) - 1)]]
+        t0p = np.where(has, first_of, t0)
+        moved = t0p < t0
+        char_start[moved] = begins[t0p[moved]]
+    out.preceding = [tuple(original[t0p[k]:t0[k]]) for k in range(n_props)]
 
     # Paragraph attributes.
     para_start = np.array([a for a, _ in paragraphs], dtype=np.int64)
@@ -368,7 +399,7 @@ def _analyse(doc, index, use_parse, use_discourse, lexicon_res, root_verb_rule):
     para_t1 = np.searchsorted(begins, para_end, "left")
     p = prop_para
     n_toks_in_para = (para_t1 - para_t0)[p].astype(np.float64)
-    relative = np.divide(t0 - para_t0[p], n_toks_in_para, out=np.zeros(n_props),
+    relative = np.divide(t0p - para_t0[p], n_toks_in_para, out=np.zeros(n_props),
                          where=n_toks_in_para > 0)
     same_para = p[:, None] == p[None, :]
     order = np.arange(n_props)
@@ -403,7 +434,7 @@ def _analyse(doc, index, use_parse, use_discourse, lexicon_res, root_verb_rule):
     tense = ["unk"] * n_props
     first_person = np.zeros(n_props)
     for k in range(n_props):
-        a, b = t0[k], t1[k]
+        a, b = t0p[k], t1[k]
         lem = lemmas[a:b]
         attrs["lemmas"].append(set(lem))
         attrs["lower_lemmas"].append([x.lower() for x in lem])
@@ -426,7 +457,7 @@ def _analyse(doc, index, use_parse, use_discourse, lexicon_res, root_verb_rule):
                 heights.append(sent.height)
                 subclauses[k] += 1 + sent.n_sbar
                 n_s = int(sent_first[s + 1] - sent_first[s])
-                if root_verb_rule == "reference":
+                if cfg["root_verb"] == "reference":
                     # The reference compares the inclusive sentence end with
                     # the exclusive proposition end: off by one.
                     covers = ls == 0 and le == n_s - 2
@@ -449,7 +480,7 @@ def _analyse(doc, index, use_parse, use_discourse, lexicon_res, root_verb_rule):
                              "the fitted features need")
         rels = _check_discourse(rels, where)
         for k in range(n_props):
-            cs, ce = spans[k]
+            cs, ce = char_start[k], spans[k][1]
             labels = set()
             for reltype, sem, arg1, arg2 in rels:
                 for arg, pieces in (("Arg1", arg1), ("Arg2", arg2)):
@@ -459,12 +490,15 @@ def _analyse(doc, index, use_parse, use_discourse, lexicon_res, root_verb_rule):
 
     # Argumentative markers inside, before and after each proposition.
     for k in range(n_props):
-        cs, ce = spans[k]
+        cs, ce = char_start[k], spans[k][1]
         pa, pb = paragraphs[p[k]]
         for name, piece in (("indicators", text[cs:ce]),
                             ("indicator_preceding_in_para", text[pa:cs]),
                             ("indicator_following_in_para", text[ce:pb])):
-            attrs[name].append({cat for cat, rx in lexicon_res if rx.search(piece)})
+            attrs[name].append({cat for cat, rx in cfg["lexicon"] if rx.search(piece)})
+
+    if cfg["essay"]:
+        _essay_attributes(out, paragraphs, begins, tok_ends, sent_first, sentences)
 
     is_first = preceding_props == 0
     is_last = following_props == 0
@@ -480,9 +514,52 @@ def _analyse(doc, index, use_parse, use_discourse, lexicon_res, root_verb_rule):
         scaled += [height, subclauses]
     out.scaled = np.column_stack(scaled)
     out.n_tokens = n_tokens
-    out.words = [words[t0[k]:t1[k]] for k in range(n_props)]
+    out.words = [words[t0p[k]:t1[k]] for k in range(n_props)]
     out.n_props = n_props
     return out
+
+
+def _essay_attributes(out, paragraphs, begins, tok_ends, sent_first, sentences):
+    """Introduction / conclusion position and NP / VP sharing of each proposition.
+
+    The introduction is the first paragraph holding a proposition, the
+    conclusion the last one. A proposition shares an NP (VP) with a sentence
+    when the leaves of an NP (VP) of its last sentence equal those of an NP
+    (VP) of that sentence; counts sum over the introduction's sentences
+    (those inside the paragraph) and the conclusion's (those starting in it).
+    """
+    p = out.prop_para
+    n = len(p)
+    flags = np.zeros((n, 2))
+    counts = np.zeros((n, 4))
+    if n:
+        intro, concl = p.min(), p.max()
+        flags[:, 0] = p == intro
+        flags[:, 1] = p == concl
+        if sentences is not None and len(sentences):
+            s_begin = begins[sent_first[:-1]]
+            s_end = tok_ends[sent_first[1:] - 1]
+            ia, ib = paragraphs[intro]
+            ca, cb = paragraphs[concl]
+            intro_s = np.flatnonzero((s_begin >= ia) & (s_end <= ib))
+            concl_s = np.flatnonzero((s_begin >= ca) & (s_begin < cb))
+            for k in range(n):
+                if not len(out.prop_sents[k]):
+                    continue
+                last = sentences[out.prop_sents[k][-1]]
+                for j, (mine, kind) in enumerate(((last.np_seqs, "np_seqs"),
+                                                  (last.vp_seqs, "vp_seqs"))):
+                    for col, group_s in ((j, intro_s), (2 + j, concl_s)):
+                        counts[k, col] = sum(
+                            sum(x in other for x in mine)
+                            for other in (set(getattr(sentences[s], kind))
+                                          for s in group_s))
+    # counts: n_shared_{np,vp}_intro, n_shared_{np,vp}_conclusion
+    if sentences is None:
+        out.essay_raw, out.essay_scaled = flags, np.zeros((n, 0))
+    else:
+        out.essay_raw = np.hstack([flags, counts > 0])
+        out.essay_scaled = counts
 
 
 def _tokenize(text):
@@ -647,7 +724,17 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
                                                      negative PMI with being a source or
                                                      target of a training link
     ``"embeds"``                 ``word_vectors``    props: mean word vector
+    ``"essay"``                  text (more with     props: in the introduction or the
+                                 CoreNLP);           conclusion (the first and last
+                                 ``essays=True``     paragraphs with propositions); with
+                                                     CoreNLP, NPs and VPs shared with
+                                                     their sentences
+    ``"proba"``                  labels (``y``);     props: training distribution of the
+                                 ``essays=True``     labels of propositions preceded by
+                                                     the same words in their sentence
     ============================ =================== =====================================
+
+    ``"auto"`` and ``"text"`` select the last two only with ``essays=True``.
 
     Binary features are 0/1; counts are min-max scaled with the training
     minimum and maximum (not clipped, so held-out values may leave
@@ -702,6 +789,13 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
         *or* a target of a link is positive, on both sides;
         ``"directional"``: the source side uses the source table, the
         target side the target table.
+    essays : bool, default=False
+        The persuasive-essay setting of Niculae et al. (2017) for corpora such
+        as Stab and Gurevych's essays (read by
+        :func:`~sksparse_struct.datasets.read_brat`): each proposition's
+        token attributes (lemmas, parts of speech, productions, dependency
+        tuples, markers, discourse, words) start at the beginning of its
+        sentence, and the ``"essay"`` and ``"proba"`` kinds are used.
     root_verb : {"reference", "whole_sentence"}, default="reference"
         When a proposition gets its sentence's root-verb features (modal,
         tense). ``"reference"`` reproduces the reference implementation's
@@ -731,9 +825,11 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
     pmi_in_, pmi_out_ : dict
         PMI of each lower-cased lemma with being the target (in) or the
         source (out) of a training link (only for lemmas seen in that role).
-    prop_scaler_, link_scaler_ : tuple of ndarray
-        ``(minimum, maximum)`` of the scaled proposition and link columns
-        on the training data.
+    prop_scaler_, link_scaler_, essay_scaler_ : tuple of ndarray or None
+        ``(minimum, maximum)`` of the scaled proposition, link and essay
+        columns on the training data (None when not used).
+    proba_classes_ : list of str
+        The labels of the ``"proba"`` columns (with that kind only).
     n_prop_features_, n_link_features_ : int
         Widths of ``props`` and ``links``.
 
@@ -757,7 +853,8 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
 
     def __init__(self, n_dependency_tuples=2000, n_link_lemmas=500, n_link_productions=500,
                  word_vectors=None, lexicon=None, groups="auto", lemma_case="as_is",
-                 indicator_match="substring", pmi_sides="both", root_verb="reference"):
+                 indicator_match="substring", pmi_sides="both", root_verb="reference",
+                 essays=False):
         self.n_dependency_tuples = n_dependency_tuples
         self.n_link_lemmas = n_link_lemmas
         self.n_link_productions = n_link_productions
@@ -768,6 +865,7 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
         self.indicator_match = indicator_match
         self.pmi_sides = pmi_sides
         self.root_verb = root_verb
+        self.essays = essays
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -790,6 +888,8 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got "
                                  f"{getattr(self, name)!r}")
+        if self.essays not in (True, False):
+            raise ValueError(f"essays must be True or False, got {self.essays!r}")
         lexicon = ARGUMENT_MARKERS if self.lexicon is None else self.lexicon
         if not isinstance(lexicon, dict) or not lexicon:
             raise ValueError("lexicon must be a non-empty dict category -> phrases")
@@ -846,9 +946,10 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
         X : list of dict
             Training documents (see the class docstring).
         y : list of (labels, links), default=None
-            Their targets: ``links`` lists the ``(source, target)``
-            proposition pairs of each document (``labels`` is not used).
-            Needed for the ``"pmi"`` group, left out without it.
+            Their targets: ``labels`` gives the label of each proposition
+            and ``links`` the ``(source, target)`` proposition pairs of each
+            document. The links are needed for the ``"pmi"`` kind and the
+            labels for ``"proba"``, left out without them.
 
         Returns
         -------
@@ -868,7 +969,7 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
         if not X:
             raise ValueError("ArgumentFeatures needs at least one training document")
         vec_index, vec_matrix = self._check_vectors()
-        links = self._check_y(X, y)
+        links, labels = self._check_y(X, y)
         has_parse = self._availability(X, "corenlp")
         # A mix of documents with and without relations matters only when
         # the discourse group may be used.
@@ -878,11 +979,12 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
                     else all(d.get("discourse") is not None for d in X))
         have = {None: True, "parse": has_parse, "discourse": has_disc,
                 "links": links is not None and sum(len(x) for x in links) > 0,
-                "vectors": vec_index is not None}
+                "vectors": vec_index is not None, "labels": labels is not None}
         if isinstance(self.groups, str) and self.groups in ("auto", "text"):
             if self.groups == "text":
                 have["parse"] = have["discourse"] = False
-            kinds = tuple(k for k in _KINDS if have[_KIND_NEEDS[k]])
+            kinds = tuple(k for k in _KINDS if have[_KIND_NEEDS[k]]
+                          and (self.essays or k not in _ESSAY_KINDS))
         else:
             if isinstance(self.groups, str):
                 raise ValueError(f"groups must be 'auto', 'text' or a list of {_KINDS}, "
@@ -898,15 +1000,17 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
                                      "document",
                             "discourse": "discourse relations in every training document",
                             "links": "gold links: fit(X, y) with at least one link",
-                            "vectors": "word_vectors"}[_KIND_NEEDS[k]]
+                            "vectors": "word_vectors",
+                            "labels": "proposition labels: fit(X, y)"}[_KIND_NEEDS[k]]
                     raise ValueError(f"feature kind {k!r} needs {need}")
             kinds = tuple(k for k in _KINDS if k in kinds)
         self.groups_ = kinds
         self.uses_corenlp_ = bool(has_parse and self.groups != "text")
         self._uses_discourse = "discourse" in kinds
-        self._lexicon_res = lexicon_res
-        docs = [_analyse(d, i, self.uses_corenlp_, self._uses_discourse, lexicon_res,
-                         self.root_verb) for i, d in enumerate(X)]
+        self._cfg = {"use_parse": self.uses_corenlp_, "use_discourse": self._uses_discourse,
+                     "lexicon": lexicon_res, "root_verb": self.root_verb,
+                     "include_preceding": bool(self.essays), "essay": "essay" in kinds}
+        docs = [_analyse(d, i, self._cfg) for i, d in enumerate(X)]
 
         # Training statistics.
         lemma_freq = Counter(x.lower() for d in docs for x in d.all_lemmas)
@@ -945,6 +1049,20 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
                              for w, c in out_count.items()}
         if "embeds" in kinds:
             self._vec_index, self._vec_matrix = vec_index, vec_matrix
+        if "proba" in kinds:
+            classes = sorted({x for lab in labels for x in lab})
+            col = {c: i for i, c in enumerate(classes)}
+            table = {}
+            for d, lab in zip(docs, labels):
+                for prec, c in zip(d.preceding, lab):
+                    table.setdefault(prec, np.zeros(len(classes)))[col[c]] += 1
+            self.proba_classes_ = classes
+            self._proba = {k: (v + 0.001) / (v + 0.001).sum() for k, v in table.items()}
+            self._proba_default = np.full(len(classes), 1.0 / len(classes))
+        self.essay_scaler_ = None
+        if "essay" in kinds and self.uses_corenlp_:
+            E = np.vstack([d.essay_scaled for d in docs])
+            self.essay_scaler_ = (E.min(0), E.max(0))
 
         # Scalers, from the training propositions and links.
         self.prop_scaler_ = self.link_scaler_ = None
@@ -984,15 +1102,16 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
     @staticmethod
     def _check_y(X, y):
         if y is None:
-            return None
+            return None, None
         y = list(y)
         if len(y) != len(X):
             raise ValueError(f"X has {len(X)} documents but y has {len(y)} targets")
-        out = []
+        out, out_labels = [], []
         for i, (doc, target) in enumerate(zip(X, y)):
             where = _doc_name(doc, i)
             try:
-                _, links = target
+                labels, links = target
+                labels = [str(x) for x in labels]
                 links = [(int(s), int(t)) for s, t in links]
             except (TypeError, ValueError):
                 raise ValueError(f"y[{i}] ({where}) must be (labels, links) with links "
@@ -1002,8 +1121,12 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
                 if not (0 <= s < n and 0 <= t < n) or s == t:
                     raise ValueError(f"y[{i}] ({where}): link {(s, t)} is not a pair of "
                                      f"distinct propositions among {n}")
+            if len(labels) != n:
+                raise ValueError(f"y[{i}] ({where}) has {len(labels)} labels for {n} "
+                                 "propositions")
             out.append(links)
-        return out
+            out_labels.append(labels)
+        return out, out_labels
 
     # -- layout -----------------------------------------------------------
 
@@ -1025,6 +1148,15 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
                                             for t in voc["root_vb_tense"]]
                 scaled += list(_PROP_SCALED_PARSE)
             props += [("raw", raw), ("scaled", scaled)]
+        if "essay" in kinds:
+            names = ["is_in_intro", "is_in_conclusion"]
+            if self.uses_corenlp_:
+                shared = [f"shared_{x}_{y}" for y in ("intro", "conclusion")
+                          for x in ("np", "vp")]
+                names += [f"has_{x}" for x in shared] + [f"n_{x}" for x in shared]
+            props.append(("essay", names))
+        if "proba" in kinds:
+            props.append(("proba", [f"proba={c}" for c in self.proba_classes_]))
         if "embeds" in kinds:
             props.append(("embeds", [f"embeds_{i}" for i in
                                      range(self._vec_matrix.shape[1])]))
@@ -1078,9 +1210,7 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "feature_groups_")
         X = self._check_X(X)
-        return [self._vectorize(_analyse(d, i, self.uses_corenlp_, self._uses_discourse,
-                                         self._lexicon_res, self.root_verb))
-                for i, d in enumerate(X)]
+        return [self._vectorize(_analyse(d, i, self._cfg)) for i, d in enumerate(X)]
 
     @staticmethod
     def _set_entries(sets, index, offset, lower, rows, cols):
@@ -1127,6 +1257,15 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
                 dense.append((sl.start, self._scale(d.scaled, self.prop_scaler_)))
             elif name == "embeds":
                 dense.append((sl.start, self._embeds(d)))
+            elif name == "essay":
+                block = d.essay_raw
+                if self.uses_corenlp_:
+                    block = np.hstack([block, self._scale(d.essay_scaled,
+                                                          self.essay_scaler_)])
+                dense.append((sl.start, block.reshape(n, sl.stop - sl.start)))
+            elif name == "proba":
+                rows_p = [self._proba.get(prec, self._proba_default) for prec in d.preceding]
+                dense.append((sl.start, np.array(rows_p).reshape(n, sl.stop - sl.start)))
         props = _build_csr(n, self.n_prop_features_, rows, cols, dense)
 
         pairs = _candidates(d.prop_para)

@@ -670,3 +670,112 @@ def test_cdcp_vocabularies_fit_on_train_only(cdcp_train):
             for j in o.props.getrow(k).indices:
                 assert names[j].split("=", 1)[1] in seen
     assert re.match(r"lemmas=", names[0])
+
+
+# ---------------------------------------------------------------------------
+# The persuasive-essay setting
+# ---------------------------------------------------------------------------
+
+ESSAY = "Title\n\nCars pollute. We should ban cars.\nBuses help.\nIn conclusion we should ban cars."
+ESSAY_SENTENCES = [
+    {"tokens": [("Title", "title", "NN")], "parse": "(ROOT (NP (NN Title)))",
+     "arcs": [(0, 1)]},
+    {"tokens": [("Cars", "car", "NNS"), ("pollute", "pollute", "VBP"), (".", ".", ".")],
+     "parse": "(ROOT (S (NP (NNS Cars)) (VP (VBP pollute)) (. .)))",
+     "arcs": [(2, 1), (0, 2), (2, 3)]},
+    {"tokens": [("We", "we", "PRP"), ("should", "should", "MD"), ("ban", "ban", "VB"),
+                ("cars", "car", "NNS"), (".", ".", ".")],
+     "parse": "(ROOT (S (NP (PRP We)) (VP (MD should) (VP (VB ban) (NP (NNS cars)))) (. .)))",
+     "arcs": [(3, 1), (3, 2), (0, 3), (3, 4), (3, 5)]},
+    {"tokens": [("Buses", "bus", "NNS"), ("help", "help", "VBP"), (".", ".", ".")],
+     "parse": "(ROOT (S (NP (NNS Buses)) (VP (VBP help)) (. .)))",
+     "arcs": [(2, 1), (0, 2), (2, 3)]},
+    {"tokens": [("In", "in", "IN"), ("conclusion", "conclusion", "NN"), ("we", "we", "PRP"),
+                ("should", "should", "MD"), ("ban", "ban", "VB"), ("cars", "car", "NNS"),
+                (".", ".", ".")],
+     "parse": "(ROOT (S (PP (IN In) (NP (NN conclusion))) (NP (PRP we)) (VP (MD should)"
+              " (VP (VB ban) (NP (NNS cars)))) (. .)))",
+     "arcs": [(2, 1), (5, 2), (5, 3), (5, 4), (0, 5), (5, 6), (5, 7)]},
+]
+
+
+def essay_doc():
+    starts = [ESSAY.index("Cars"), ESSAY.index("We"), ESSAY.index("Buses"),
+              ESSAY.index("we should")]
+    lengths = [len("Cars pollute"), len("We should ban cars"), len("Buses help"),
+               len("we should ban cars")]
+    lines, pos = [], 0
+    for line in ESSAY.split("\n"):
+        lines.append((pos, pos + len(line)))
+        pos += len(line) + 1
+    return {"id": "essay", "text": ESSAY,
+            "propositions": [(a, a + n) for a, n in zip(starts, lengths)],
+            "paragraphs": lines, "proposition_paragraph": [2, 2, 3, 4],
+            "corenlp": corenlp(ESSAY, ESSAY_SENTENCES), "discourse": []}
+
+
+ESSAY_Y = [(["Premise", "MajorClaim", "Premise", "MajorClaim"], [(0, 1), (2, 3)])]
+
+
+def test_essay_features():
+    af = ArgumentFeatures(essays=True)
+    out = af.fit_transform([essay_doc()], ESSAY_Y)[0]
+    assert af.groups_[-2:] == ("essay", "proba")
+    names = list(af.feature_names_props_[af.feature_groups_["props"]["essay"]])
+    assert names == ["is_in_intro", "is_in_conclusion", "has_shared_np_intro",
+                     "has_shared_vp_intro", "has_shared_np_conclusion",
+                     "has_shared_vp_conclusion", "n_shared_np_intro", "n_shared_vp_intro",
+                     "n_shared_np_conclusion", "n_shared_vp_conclusion"]
+    got = out.props[:, af.feature_groups_["props"]["essay"]].toarray()
+    # NP / VP leaf sequences shared with the intro's sentences (2 and 3) and
+    # the conclusion's (5); "Cars" and "cars" differ, a proposition trivially
+    # shares with its own sentence.
+    counts = np.array([[1, 1, 0, 0], [2, 2, 1, 2], [0, 0, 0, 0], [1, 2, 3, 2]], float)
+    flags = np.array([[1, 0], [1, 0], [0, 0], [0, 1]], float)
+    lo, hi = counts.min(0), counts.max(0)
+    np.testing.assert_allclose(got, np.hstack([flags, counts > 0, (counts - lo) / (hi - lo)]))
+    # The label distribution of propositions with the same preceding words.
+    assert af.proba_classes_ == ["MajorClaim", "Premise"]
+    proba = out.props[:, af.feature_groups_["props"]["proba"]].toarray()
+    empty = np.array([1.001, 2.001]) / 3.002
+    np.testing.assert_allclose(proba, [empty, empty, empty,
+                                       np.array([1.001, 0.001]) / 1.002])
+    # "we should ban cars" starts at "In conclusion": its lemmas and markers too
+    assert set(group(af, "props", "lemmas", out.props, 3)) == {
+        "in", "conclusion", "we", "should", "ban", "car"}
+    assert set(group(af, "props", "indicators", out.props, 3)) == {"thesis"}
+    # ... but its token count stays strict
+    sl = af.feature_groups_["props"]["scaled"]
+    assert list(af.prop_scaler_[0][:1]) == [2] and list(af.prop_scaler_[1][:1]) == [4]
+    assert out.props[3, sl.start] == pytest.approx(1.0)
+    # an unseen preceding sequence gets the uniform distribution
+    doc = essay_doc()
+    doc["text"] = doc["text"].replace("In conclusion", "To be sure   ")
+    doc["corenlp"]["sentences"][4]["tokens"][0].update(word="To", originalText="To")
+    doc["corenlp"]["sentences"][4]["tokens"][1].update(word="be", originalText="be")
+    again = af.transform([doc])[0]
+    np.testing.assert_allclose(
+        again.props[3, af.feature_groups_["props"]["proba"]].toarray(), [[0.5, 0.5]])
+
+
+def test_essay_defaults_and_text_mode():
+    # without essays=True, propositions keep their own spans and no essay kinds
+    af = ArgumentFeatures().fit([essay_doc()], ESSAY_Y)
+    assert "essay" not in af.groups_ and "proba" not in af.groups_
+    out = af.transform([essay_doc()])[0]
+    assert set(group(af, "props", "lemmas", out.props, 3)) == {"we", "should", "ban", "car"}
+    # text alone: the intro / conclusion flags only
+    doc = essay_doc()
+    doc["corenlp"] = None
+    af = ArgumentFeatures(essays=True)
+    out = af.fit_transform([doc], ESSAY_Y)[0]
+    assert list(af.feature_groups_["props"]) [-2:] == ["essay", "proba"]
+    got = out.props[:, af.feature_groups_["props"]["essay"]].toarray()
+    np.testing.assert_array_equal(got, [[1, 0], [1, 0], [0, 0], [0, 1]])
+    # the essay kind alone, asked for by name, without labels
+    af = ArgumentFeatures(groups=["essay"]).fit([doc])
+    assert af.groups_ == ("essay",)
+    with pytest.raises(ValueError, match="needs proposition labels"):
+        ArgumentFeatures(groups=["proba"]).fit([doc])
+    with pytest.raises(ValueError, match="3 labels for 4 propositions"):
+        ArgumentFeatures(essays=True).fit([doc], [(["Premise"] * 3, [])])
