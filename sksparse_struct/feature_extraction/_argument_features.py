@@ -235,11 +235,14 @@ def _check_discourse(relations, where):
 # Per-document analysis: tokens, sentences and proposition attributes
 # ---------------------------------------------------------------------------
 
+_UNSET = object()
+
+
 class _Sentence:
     """One CoreNLP sentence, read once per document."""
 
     __slots__ = ("dep_dependent", "dep_strings", "height", "n_leaves", "n_sbar", "np_seqs",
-                 "prod_end", "prod_start", "prod_strings", "root_verb", "vp_seqs")
+                 "prod_end", "prod_start", "prod_strings", "root_verb", "root_verb_args", "vp_seqs")
 
 
 def _read_sentence(sent, lemmas, words, pos, first, where, k):
@@ -277,7 +280,9 @@ def _read_sentence(sent, lemmas, words, pos, first, where, k):
         f"{lemmas[first + d]} -> {lemmas[first + g - 1] if g else 'ROOT'}"
         for d, g in zip(dependents.tolist(), governors)
     ]
-    out.root_verb = _root_verb(sent, words, pos, first, n)
+    # The root verb is found only for sentences that need it (rarely).
+    out.root_verb = _UNSET
+    out.root_verb_args = (sent, words, pos, first, n)
     return out
 
 
@@ -463,6 +468,8 @@ def _analyse(doc, index, cfg):
                     covers = ls == 0 and le == n_s - 2
                 else:
                     covers = ls == 0 and le >= n_s - 1
+                if covers and sent.root_verb is _UNSET:
+                    sent.root_verb = _root_verb(*sent.root_verb_args)
                 if covers and sent.root_verb is not None:
                     modal[k], tense[k] = sent.root_verb
             attrs["productions"].append(prods)
