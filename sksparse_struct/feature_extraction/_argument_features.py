@@ -175,11 +175,12 @@ def _check_document(doc, index):
         paragraphs = _check_spans(doc["paragraphs"], len(text), where, "paragraph",
                                   allow_empty=True)
     if doc.get("proposition_paragraph") is None:
+        # a proposition belongs to the paragraph its start is in
         prop_para = []
         for k, (a, b) in enumerate(spans):
-            inside = [p for p, (pa, pb) in enumerate(paragraphs) if pa <= a and b <= pb]
+            inside = [p for p, (pa, pb) in enumerate(paragraphs) if pa <= a < pb]
             if not inside:
-                raise ValueError(f"{where}: proposition {k} {(a, b)} lies in no paragraph")
+                raise ValueError(f"{where}: proposition {k} {(a, b)} starts in no paragraph")
             prop_para.append(inside[0])
     else:
         prop_para = list(doc["proposition_paragraph"])
@@ -190,6 +191,9 @@ def _check_document(doc, index):
             if not isinstance(p, Integral) or not 0 <= p < len(paragraphs):
                 raise ValueError(f"{where}: proposition {k} is in paragraph {p!r}, not one "
                                  f"of the {len(paragraphs)} paragraphs")
+            if not paragraphs[p][0] <= spans[k][0] <= paragraphs[p][1]:
+                raise ValueError(f"{where}: proposition {k} {spans[k]} does not start in "
+                                 f"its paragraph {p} {paragraphs[p]}")
         prop_para = [int(p) for p in prop_para]
     return text, spans, paragraphs, np.asarray(prop_para, dtype=np.int64)
 

@@ -391,8 +391,10 @@ def test_triples_order_and_count_on_random_paragraphs():
         paras = np.sort(rng.integers(0, 2, size=n))
         text = " ".join(["Yes."] * n)
         spans = [(5 * i, 5 * i + 4) for i in range(n)]
+        second = [a for (a, _), q in zip(spans, paras) if q == 1]
+        cut = second[0] if second else len(text)
         doc = {"text": text, "propositions": spans,
-               "paragraphs": [(0, len(text)), (len(text), len(text))],
+               "paragraphs": [(0, cut), (cut, len(text))],
                "proposition_paragraph": paras.tolist()}
         out = ArgumentFeatures(groups=["lemmas"]).fit_transform([doc])[0]
         pairs = [(s, t) for s in range(n) for t in range(n)
@@ -547,6 +549,10 @@ def test_mixed_annotations_are_an_error():
     (lambda d: d.update(propositions=[(0, "a")]), "not a pair of ints"),
     (lambda d: d.update(proposition_paragraph=[0, 0]), "2 entries for 3 propositions"),
     (lambda d: d.update(proposition_paragraph=[0, 0, 1]), "paragraph 1, not one"),
+    (lambda d: d.update(paragraphs=[(0, 11), (12, 44)], proposition_paragraph=[0, 0, 1]),
+     r"proposition 1 \(12, 24\) does not start in its paragraph 0 \(0, 11\)"),
+    (lambda d: d.update(paragraphs=[(12, 44)], proposition_paragraph=None),
+     r"proposition 0 \(0, 11\) starts in no paragraph"),
     (lambda d: d.update(discourse=[("Explicit",)]), "discourse relation 0"),
     (lambda d: d["corenlp"]["sentences"][1].pop("parse"), "sentence 1 has no 'parse'"),
     (lambda d: d["corenlp"]["sentences"][0].update(parse="(S (NP"), "sentence 0: unbalanced"),
