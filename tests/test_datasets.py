@@ -15,6 +15,10 @@ from sksparse_struct.datasets._samples import EWT_SAMPLE_FILES
 N_SENTENCES = {"train": 360, "test": 100}
 N_WORDS = {"train": 5684, "test": 1182}
 SOURCE_COMMIT = "15d613d8447b3478787d4c278730a1e48a945efb"
+# Every file of the package's data folder (the CDCP sample is tested in
+# tests/datasets/test_cdcp_sample.py).
+DATA_FILES = [*EWT_SAMPLE_FILES.values(), "EWT_SAMPLE_LICENSE.txt",
+              "cdcp_sample.json.gz", "CDCP_SAMPLE_LICENSE.txt"]
 
 # How the slice was taken (also stated in EWT_SAMPLE_LICENSE.txt): runs of
 # consecutive sentences starting at evenly spaced indices of the source file,
@@ -53,7 +57,7 @@ def sent_id(block):
 def test_data_files_are_small_and_present():
     data = importlib.resources.files("sksparse_struct.datasets") / "data"
     names = sorted(p.name for p in data.iterdir() if p.is_file())
-    assert names == sorted([*EWT_SAMPLE_FILES.values(), "EWT_SAMPLE_LICENSE.txt"])
+    assert names == sorted(DATA_FILES)
     total = sum(len((data / name).read_bytes()) for name in names)
     assert total < 200_000
 
@@ -258,7 +262,7 @@ def test_loader_works_from_a_built_copy(tmp_path):
     # Only the files that git tracks in data/ (a stray local file must not
     # make the test pass).
     (src / "sksparse_struct" / "datasets" / "data").mkdir()
-    for name in [*EWT_SAMPLE_FILES.values(), "EWT_SAMPLE_LICENSE.txt"]:
+    for name in DATA_FILES:
         shutil.copy(root / "sksparse_struct" / "datasets" / "data" / name,
                     src / "sksparse_struct" / "datasets" / "data" / name)
     build = tmp_path / "build"
@@ -266,11 +270,12 @@ def test_loader_works_from_a_built_copy(tmp_path):
                    cwd=src, check=True, capture_output=True, timeout=600)
     site = build / "lib"
     assert sorted(p.name for p in (site / "sksparse_struct" / "datasets" / "data").iterdir()) == \
-        sorted([*EWT_SAMPLE_FILES.values(), "EWT_SAMPLE_LICENSE.txt"])
+        sorted(DATA_FILES)
     code = (
         "import sksparse_struct.datasets as d; "
         "print(d.__file__); "
-        "print(len(d.load_ewt_sample('train')), len(d.load_ewt_sample('test')))"
+        "print(len(d.load_ewt_sample('train')), len(d.load_ewt_sample('test')), "
+        "*map(len, d.load_cdcp_sample()))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
@@ -279,4 +284,4 @@ def test_loader_works_from_a_built_copy(tmp_path):
     assert done.returncode == 0, done.stderr
     where, counts = done.stdout.splitlines()
     assert where.startswith(str(site))  # the built copy, not the checkout
-    assert counts == "360 100"
+    assert counts == "360 100 20 20 8 8"

@@ -1,13 +1,27 @@
-"""Readers for CoNLL files, bundled sample data and their loaders.
+"""Readers for CoNLL files and argument-mining corpora, bundled samples and their loaders.
 
-The package ships a small slice of the Universal Dependencies English Web
-Treebank (CC BY-SA 4.0; see ``data/EWT_SAMPLE_LICENSE.txt``) so that examples
-and smoke tests run without downloading anything.
+- Sequence labelling and parsing: :func:`read_conll`, :func:`read_conllu`,
+  :func:`write_conllu`.
+- Argument mining: :func:`read_cdcp` (the CDCP corpus's folders) and
+  :func:`read_brat` (brat standoff, e.g. the persuasive essays) return
+  ``(X, y)``: a document dict per text (``"id"``, ``"text"``,
+  ``"propositions"`` as character spans, ``"paragraphs"``,
+  ``"proposition_paragraph"``, ``"corenlp"``, ``"discourse"``) and a
+  ``(labels, links)`` target per document.
+
+The package ships small samples so that examples and smoke tests run
+without downloading anything: a slice of the Universal Dependencies English
+Web Treebank (CC BY-SA 4.0; see ``data/EWT_SAMPLE_LICENSE.txt``), loaded by
+:func:`load_ewt_sample`, and 28 documents of the CDCP argument-mining corpus
+(ODbL 1.0 / DbCL 1.0; see ``data/CDCP_SAMPLE_LICENSE.txt``), loaded by
+:func:`load_cdcp_sample`.
 """
 
+from ._brat import read_brat
 from ._cdcp import read_cdcp
 from ._conll import read_conll
-from ._samples import load_ewt_sample
+from ._samples import load_cdcp_sample, load_ewt_sample
 from ._treebank import read_conllu, write_conllu
 
-__all__ = ["load_ewt_sample", "read_cdcp", "read_conll", "read_conllu", "write_conllu"]
+__all__ = ["load_cdcp_sample", "load_ewt_sample", "read_brat", "read_cdcp", "read_conll",
+           "read_conllu", "write_conllu"]

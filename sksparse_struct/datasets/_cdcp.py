@@ -34,24 +34,22 @@ def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _read_text(path):
+def _read_file(path, doc_id):
     # newline="" keeps "\r\n" as two characters: the offsets count them.
-    with open(path, encoding="utf-8", newline="") as f:
-        return f.read()
-
-
-def _load_json(path, doc_id, what):
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        with open(path, encoding="utf-8", newline="") as f:
+            return f.read()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"document {doc_id!r}: {path} is not UTF-8 ({exc.reason})") from None
+
+
+def _parse_json(content, doc_id, what, source):
+    try:
+        return json.loads(content)
     except json.JSONDecodeError as exc:
         raise ValueError(
-            f"document {doc_id!r}: {what} {path} is not valid JSON "
+            f"document {doc_id!r}: {what} {source} is not valid JSON "
             f"(line {exc.lineno}, column {exc.colno}: {exc.msg})"
-        ) from None
-    except UnicodeDecodeError as exc:
-        raise ValueError(
-            f"document {doc_id!r}: {what} {path} is not UTF-8 ({exc.reason})"
         ) from None
 
 
@@ -263,21 +261,18 @@ def _parse_spans(field):
     return spans
 
 
-def read_pdtb_pipe(path, doc_id="?", n_chars=None):
+def _parse_pipe(content, doc_id, source, n_chars):
     """The relations of a PDTB pipe file: ``(reltype, sem_class, arg1, arg2)``.
 
     ``arg1`` and ``arg2`` are lists of ``(a, b)`` character spans (empty
-    when the field is empty). Raises ``ValueError`` naming the document and
-    the line of a malformed line.
+    when the field is empty).
     """
-    with open(path, encoding="utf-8", newline="") as f:
-        text = f.read()
     relations = []
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(content.splitlines(), 1):
         if not line.strip():
             continue
         fields = line.split("|")
-        where = f"document {doc_id!r} ({path}), line {lineno}"
+        where = f"document {doc_id!r} ({source}), line {lineno}"
         if len(fields) != PIPE_N_FIELDS:
             raise ValueError(
                 f"{where}: {len(fields)} '|'-separated fields, expected {PIPE_N_FIELDS}")
@@ -290,7 +285,7 @@ def read_pdtb_pipe(path, doc_id="?", n_chars=None):
                 raise ValueError(
                     f"{where}: bad {name} span field {field!r} (field {col}); expected "
                     "'a..b' pieces separated by ';'") from None
-            if n_chars is not None and any(b > n_chars for _, b in spans):
+            if any(b > n_chars for _, b in spans):
                 raise ValueError(
                     f"{where}: {name} span {field!r} goes past the end of the text "
                     f"({n_chars} characters)")
@@ -299,14 +294,23 @@ def read_pdtb_pipe(path, doc_id="?", n_chars=None):
     return relations
 
 
-def _read_document(folder, doc_id, merge_nested, closure, annotations):
-    base = os.path.join(folder, doc_id)
-    text = _read_text(base + ".txt")
-    ann_path = base + ".ann.json"
-    if not os.path.isfile(ann_path):
-        raise ValueError(f"document {doc_id!r}: annotation file {ann_path} is missing")
-    ann = _load_json(ann_path, doc_id, "annotation file")
-    spans, labels, raw_links = _check_annotation(ann, doc_id, ann_path, len(text))
+# The files of a document, by suffix; the first two are required.
+SUFFIXES = (".txt", ".ann.json", ".txt.json", ".txt.pipe")
+
+
+def cdcp_document(doc_id, contents, sources, *, merge_nested=True, closure=True):
+    """One document and its target from the contents of its files.
+
+    ``contents`` maps each suffix of ``SUFFIXES`` to the file's text (None
+    when absent; the CoreNLP and pipe files are then skipped) and
+    ``sources`` to a name for error messages (the path).
+    """
+    text = contents[".txt"]
+    if contents.get(".ann.json") is None:
+        raise ValueError(
+            f"document {doc_id!r}: annotation file {sources['.ann.json']} is missing")
+    ann = _parse_json(contents[".ann.json"], doc_id, "annotation file", sources[".ann.json"])
+    spans, labels, raw_links = _check_annotation(ann, doc_id, sources[".ann.json"], len(text))
     if merge_nested:
         spans, labels, links, _ = _merge_nested(spans, labels, raw_links, doc_id)
     else:
@@ -314,12 +318,12 @@ def _read_document(folder, doc_id, merge_nested, closure, annotations):
     if closure:
         links = _transitive_closure(links, len(spans))
     corenlp = discourse = None
-    if annotations:
-        if os.path.isfile(base + ".txt.json"):
-            path = base + ".txt.json"
-            corenlp = _lean_corenlp(_load_json(path, doc_id, "CoreNLP file"), doc_id, path)
-        if os.path.isfile(base + ".txt.pipe"):
-            discourse = read_pdtb_pipe(base + ".txt.pipe", doc_id, len(text))
+    if contents.get(".txt.json") is not None:
+        source = sources[".txt.json"]
+        corenlp = _lean_corenlp(
+            _parse_json(contents[".txt.json"], doc_id, "CoreNLP file", source), doc_id, source)
+    if contents.get(".txt.pipe") is not None:
+        discourse = _parse_pipe(contents[".txt.pipe"], doc_id, sources[".txt.pipe"], len(text))
     doc = {
         "id": doc_id,
         "text": text,
@@ -330,6 +334,15 @@ def _read_document(folder, doc_id, merge_nested, closure, annotations):
         "discourse": discourse,
     }
     return doc, (labels, links)
+
+
+def _read_document(folder, doc_id, merge_nested, closure, annotations):
+    suffixes = SUFFIXES if annotations else SUFFIXES[:2]
+    sources = {suffix: os.path.join(folder, doc_id + suffix) for suffix in SUFFIXES}
+    contents = {suffix: _read_file(sources[suffix], doc_id)
+                if os.path.isfile(sources[suffix]) else None for suffix in suffixes}
+    return cdcp_document(doc_id, contents, sources, merge_nested=merge_nested,
+                         closure=closure)
 
 
 def read_cdcp(folder, *, merge_nested=True, transitive_closure=True, annotations=True):
@@ -408,7 +421,8 @@ def read_cdcp(folder, *, merge_nested=True, transitive_closure=True, annotations
         file): a missing or invalid ``.ann.json``, spans that overlap, are
         unsorted or out of range, a label list of the wrong length, a link
         to a missing proposition or to its own source, a bad CoreNLP or pipe
-        file.
+        file, or (with ``merge_nested=True``) two multi-proposition sources
+        that overlap without one containing the other.
 
     See Also
     --------

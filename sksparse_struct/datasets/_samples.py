@@ -1,10 +1,15 @@
 """Loaders for the small data samples shipped inside the package."""
 
+import gzip
 import importlib.resources
+import json
 
+from ._cdcp import SUFFIXES, cdcp_document
 from ._conllu import read_conllu_binary, words_and_tags
 
-__all__ = ["load_ewt_sample"]
+__all__ = ["load_cdcp_sample", "load_ewt_sample"]
+
+CDCP_SAMPLE_FILE = "cdcp_sample.json.gz"
 
 EWT_SAMPLE_FILES = {
     "train": "en_ewt-ud-train-sample.conllu.gz",
@@ -81,3 +86,79 @@ def load_ewt_sample(subset="train", *, return_X_y=False):
     if return_X_y:
         return words_and_tags(sentences, tag="upos")
     return sentences
+
+
+def load_cdcp_sample(*, merge_nested=True, transitive_closure=True, annotations=True):
+    """Load the bundled sample of the CDCP argument-mining corpus.
+
+    28 documents of the Cornell eRulemaking Corpus (CDCP; Park and Cardie,
+    2018) as distributed by Niculae, Park and Cardie (2017), shipped with
+    the package for examples and smoke tests: 20 documents of the official
+    training split (101 propositions) and 8 of the test split (43
+    propositions), with their CoreNLP annotations (reduced to what feature
+    extraction uses) and PDTB discourse relations. They are read exactly as
+    :func:`read_cdcp` reads the corpus's folders.
+
+    The data are licensed under the Open Database License (ODbL) 1.0, the
+    contents under the Database Contents License (DbCL) 1.0, not under the
+    package's BSD license; see
+    ``sksparse_struct/datasets/data/CDCP_SAMPLE_LICENSE.txt``.
+
+    Parameters
+    ----------
+    merge_nested, transitive_closure, annotations : bool, default=True
+        As in :func:`read_cdcp`.
+
+    Returns
+    -------
+    X_train : list of dict
+        The 20 training documents (see :func:`read_cdcp`), sorted by id.
+    y_train : list of (labels, links)
+        Their targets.
+    X_test : list of dict
+        The 8 test documents.
+    y_test : list of (labels, links)
+        Their targets.
+
+    See Also
+    --------
+    read_cdcp : Read the full corpus from its folders.
+
+    Examples
+    --------
+    >>> from sksparse_struct.datasets import load_cdcp_sample
+    >>> X_train, y_train, X_test, y_test = load_cdcp_sample()
+    >>> len(X_train), len(X_test)
+    (20, 8)
+    >>> doc = X_train[0]
+    >>> doc["id"], len(doc["propositions"])
+    ('00219', 6)
+    >>> y_train[0]
+    (['value', 'testimony', 'value', 'fact', 'testimony', 'value'], [(3, 2), (4, 5)])
+    >>> sum(len(links) for _, links in y_train), sum(len(links) for _, links in y_test)
+    (53, 19)
+    """
+    for name, value in (("merge_nested", merge_nested),
+                        ("transitive_closure", transitive_closure),
+                        ("annotations", annotations)):
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be True or False; got {value!r}")
+    resource = importlib.resources.files(__package__) / "data" / CDCP_SAMPLE_FILE
+    with resource.open("rb") as f:
+        bundle = json.loads(gzip.decompress(f.read()).decode("utf-8"))
+    out = []
+    for split in ("train", "test"):
+        X, y = [], []
+        for doc_id in sorted(bundle[split]):
+            files = bundle[split][doc_id]
+            suffixes = SUFFIXES if annotations else SUFFIXES[:2]
+            contents = {suffix: files.get(suffix) for suffix in suffixes}
+            sources = {suffix: f"{CDCP_SAMPLE_FILE}:{split}/{doc_id}{suffix}"
+                       for suffix in SUFFIXES}
+            doc, target = cdcp_document(doc_id, contents, sources,
+                                        merge_nested=merge_nested,
+                                        closure=transitive_closure)
+            X.append(doc)
+            y.append(target)
+        out += [X, y]
+    return tuple(out)

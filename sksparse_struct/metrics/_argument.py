@@ -120,6 +120,11 @@ def _label_counts(true, pred, labels):
     return labels, tp, n_pred, n_true
 
 
+def _mean(values):
+    # No class at all (no proposition anywhere): 0, like an unscored class.
+    return float(values.mean()) if len(values) else 0.0
+
+
 def _prf(tp, n_pred, n_true):
     with np.errstate(divide="ignore", invalid="ignore"):
         precision = np.where(n_pred > 0, tp / np.maximum(n_pred, 1), 0.0)
@@ -184,7 +189,9 @@ def proposition_f1_score(y_true, y_pred, *, average="macro", labels=None):
         the gold and predicted labels. A class given here but absent from
         both gold and prediction scores 0 (it still counts in the macro
         average), as in the evaluation of Niculae, Park and Cardie (2017).
-        Propositions whose labels are not listed count in no class.
+        Propositions whose labels are not listed count in no class. To
+        score cross-validation folds over a fixed set of classes, use
+        ``make_scorer(proposition_f1_score, labels=[...])``.
 
     Returns
     -------
@@ -217,7 +224,7 @@ def proposition_f1_score(y_true, y_pred, *, average="macro", labels=None):
         return f1
     if average == "weighted":
         return float(f1 @ n_true / n_true.sum()) if n_true.sum() else 0.0
-    return float(f1.mean())
+    return _mean(f1)
 
 
 def argument_f1_score(y_true, y_pred, *, labels=None):
@@ -250,7 +257,7 @@ def argument_f1_score(y_true, y_pred, *, labels=None):
     true, pred = _check_targets(y_true, y_pred)
     link = _f1(*_link_counts(true, pred))
     labels, tp, n_pred, n_true = _label_counts(true, pred, labels)
-    return float((link + _prf(tp, n_pred, n_true)[2].mean()) / 2)
+    return (link + _mean(_prf(tp, n_pred, n_true)[2])) / 2
 
 
 def argument_classification_report(y_true, y_pred, *, labels=None, digits=3):
@@ -312,9 +319,9 @@ def argument_classification_report(y_true, y_pred, *, labels=None, digits=3):
     for k, label in enumerate(labels):
         lines.append(row(str(label), (precision[k], recall[k], f1[k]), int(n_true[k])))
     lines.append("")
-    lines.append(row("macro avg (props)", (precision.mean(), recall.mean(), f1.mean()),
+    lines.append(row("macro avg (props)", (_mean(precision), _mean(recall), _mean(f1)),
                      int(n_true.sum())))
-    average = (link_f + f1.mean()) / 2
+    average = (link_f + _mean(f1)) / 2
     lines.append(f"{'argument F1':>{width}} " + " " * (2 * (cell + 1))
                  + f"{average:>{cell + 1}.{digits}f}")
     return "\n".join(lines) + "\n"

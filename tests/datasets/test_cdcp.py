@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from sksparse_struct.datasets import read_cdcp
 from sksparse_struct.datasets._cdcp import (
     _merge_nested,
+    _parse_pipe,
     _transitive_closure,
-    read_pdtb_pipe,
 )
 
 PIPE_LINE = ("Explicit|||79..90||For example||1|for example|||Expansion|||||||||||"
@@ -217,6 +217,8 @@ def test_malformed_files(tmp_path):
     (tmp_path / "a.txt.json").write_text("[]")
     _error(tmp_path, "document 'a'.*'sentences' list")
     (tmp_path / "a.txt.json").unlink()
+    (tmp_path / "a.txt").write_bytes(b"p0\xff")
+    _error(tmp_path, r"document 'a': .*a\.txt is not UTF-8")
     (tmp_path / "b.ann.json").write_text("{}")
     _error(tmp_path, r"document 'b': b\.ann\.json has no text file")
 
@@ -234,10 +236,9 @@ def test_malformed_pipe(tmp_path, pipe, match):
     read_cdcp(tmp_path, annotations=False)
 
 
-def test_pipe_empty_argument_field(tmp_path):
-    path = tmp_path / "p.pipe"
-    path.write_text(PIPE_LINE.replace("0..77", ""))
-    assert read_pdtb_pipe(path)[0][2] == []
+def test_pipe_empty_argument_field():
+    relations = _parse_pipe(PIPE_LINE.replace("0..77", ""), "d", "d.txt.pipe", 300)
+    assert relations == [("Explicit", "Expansion", [], [(92, 241), (250, 260)])]
 
 
 def test_bad_options(tmp_path):

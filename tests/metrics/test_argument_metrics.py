@@ -184,6 +184,16 @@ def test_bad_parameters():
         proposition_f1_score(y, y, labels=[])
 
 
+def test_documents_without_propositions():
+    y = [([], []), ([], [])]
+    assert proposition_f1_score(y, y) == 0.0
+    assert proposition_f1_score(y, y, average="weighted") == 0.0
+    assert argument_f1_score(y, y) == 0.0
+    assert "argument F1" in argument_classification_report(y, y)
+    y_true = [([], []), (["a", "b"], [(0, 1)])]
+    assert argument_f1_score(y_true, y_true) == 1.0
+
+
 def test_numpy_inputs():
     y_true = [(np.array(["a", "b", "a"]), np.array([[0, 1], [2, 1]]))]
     y_pred = [(["a", "b", "b"], [(np.int64(0), np.int64(1))])]
