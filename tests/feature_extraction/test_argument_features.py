@@ -785,3 +785,94 @@ def test_essay_defaults_and_text_mode():
         ArgumentFeatures(groups=["proba"]).fit([doc])
     with pytest.raises(ValueError, match="3 labels for 4 propositions"):
         ArgumentFeatures(essays=True).fit([doc], [(["Premise"] * 3, [])])
+
+
+# ---------------------------------------------------------------------------
+# The bundled CDCP sample (always available)
+# ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def sample():
+    from sksparse_struct.datasets import load_cdcp_sample
+    X_train, y_train, X_test, _ = load_cdcp_sample()
+    af = ArgumentFeatures()
+    train = af.fit_transform(X_train, y_train)
+    return af, X_train, train, X_test, af.transform(X_test)
+
+
+def _productions_inside(node, counter, inside, prods):
+    """Add the productions of the nodes whose leaves are all in ``inside``; return leaf ids."""
+    ids = []
+    for child in node.children:
+        ids += ([next(counter)] if isinstance(child, str)
+                else _productions_inside(child, counter, inside, prods))
+    if all(i in inside for i in ids):
+        prods.add(node.production())
+    return ids
+
+
+def _reference_attributes(doc):
+    """Productions, dependency tuples, sentences and nouns of each proposition,
+    by brute force over the CoreNLP sentences (independent of the transformer)."""
+    from sksparse_struct.feature_extraction._ptb import parse_ptb
+    sents = doc["corenlp"]["sentences"]
+    tokens = [(k, i, t) for k, s in enumerate(sents) for i, t in enumerate(s["tokens"])]
+    begins = [t["characterOffsetBegin"] for _, _, t in tokens]
+    out = []
+    for cs, ce in doc["propositions"]:
+        inside = [j for j, b in enumerate(begins) if cs <= b < ce]
+        # positions (sentence, index) of the proposition's tokens
+        mine = {(tokens[j][0], tokens[j][1]) for j in inside}
+        prods, deps = set(), set()
+        for k in sorted({tokens[j][0] for j in inside}):
+            _productions_inside(parse_ptb(sents[k]["parse"]), iter(range(10**6)),
+                                {i for kk, i in mine if kk == k}, prods)
+            lem = [t["lemma"] for t in sents[k]["tokens"]]
+            for arc in sents[k]["collapsed-ccprocessed-dependencies"]:
+                if (k, arc["dependent"] - 1) in mine:
+                    head = lem[arc["governor"] - 1] if arc["governor"] else "ROOT"
+                    deps.add(f"{lem[arc['dependent'] - 1]} -> {head}")
+        out.append((prods, deps, {tokens[j][0] for j in inside},
+                    {tokens[j][2]["lemma"] for j in inside
+                     if tokens[j][2]["pos"].startswith("N")}))
+    return out
+
+
+def test_cdcp_sample_against_brute_force(sample):
+    af, X_train, train, X_test, test = sample
+    assert af.groups_ == ("dependency_tuples", "discourse", "indicators", "lemmas", "pos",
+                          "productions", "structure", "pmi")
+    prod_voc = set(af.vocabularies_["link_productions"])
+    dep_voc = set(af.vocabularies_["dependency_tuples"])
+    checked = 0
+    for X, outs in ((X_train, train), (X_test, test)):
+        for doc, out in zip(X, outs):
+            n = len(doc["propositions"])
+            assert out.props.shape == (n, af.n_prop_features_)
+            assert out.links.shape == (n * (n - 1), af.n_link_features_)
+            assert out.triples.shape == (n * (n - 1) * (n - 2), 3)
+            ref = _reference_attributes(doc)
+            for k, (prods, deps, sents, nouns) in enumerate(ref):
+                got = set(group(af, "props", "dependency_tuples", out.props, k))
+                assert got == deps & dep_voc
+                # a link leaving k carries k's productions on its source side
+                rows = np.flatnonzero(out.link_pairs[:, 0] == k)
+                if len(rows):
+                    got = set(group(af, "links", "src_productions", out.links, rows[0]))
+                    assert got == prods & prod_voc
+                checked += 1
+            S = [r[2] for r in ref]
+            N = [r[3] for r in ref]
+            for (a, b, c), row_ in zip(out.triples.tolist(), out.second_order):
+                np.testing.assert_allclose(row_, np.array(
+                    second_order_reference(a, b, c, S, N), dtype=float))
+    assert checked == 144  # 101 train + 43 test propositions
+
+
+def test_cdcp_sample_text_mode(sample):
+    _, X_train, _, X_test, _ = sample
+    af = ArgumentFeatures(groups="text")
+    out = af.fit(X_train).transform(X_test)
+    assert not af.uses_corenlp_
+    assert af.groups_ == ("indicators", "lemmas", "structure")
+    assert all(o.props.shape[1] == af.n_prop_features_ for o in out)
