@@ -466,8 +466,8 @@ def _analyse(doc, index, cfg):
                 heights.append(sent.height)
                 subclauses[k] += 1 + sent.n_sbar
                 n_s = int(sent_first[s + 1] - sent_first[s])
-                if cfg["root_verb"] == "reference":
-                    # The reference compares the inclusive sentence end with
+                if cfg["root_verb"] == "original":
+                    # The original implementation compares the inclusive sentence end with
                     # the exclusive proposition end: off by one.
                     covers = ls == 0 and le == n_s - 2
                 else:
@@ -689,7 +689,7 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
     - optionally ``"id"`` (named in error messages), ``"paragraphs"``
       (``(start, end)`` spans; default: the whole text) and
       ``"proposition_paragraph"`` (the paragraph of each proposition;
-      default: the paragraph containing it);
+      default: the paragraph it starts in);
     - optionally ``"corenlp"``: Stanford CoreNLP's JSON output for the text
       (``sentences`` with ``tokens`` (``word``, ``lemma``, ``pos``,
       ``characterOffsetBegin``), ``parse``, ``basic-dependencies`` and
@@ -731,9 +731,10 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
                                                      subordinate clauses, root verb modal
                                                      and tense); links: positions, same
                                                      sentence, shared nouns, distances
-    ``"pmi"``                    gold links (``y``)  links: tokens with positive /
-                                                     negative PMI with being a source or
-                                                     target of a training link
+    ``"pmi"``                    gold links (``y``)  links: share of tokens with positive /
+                                                     negative pointwise mutual information
+                                                     (PMI) with being a source or target
+                                                     of a training link
     ``"embeds"``                 ``word_vectors``    props: mean word vector
     ``"essay"``                  text (more with     props: in the introduction or the
                                  CoreNLP);           conclusion (the first and last
@@ -787,16 +788,16 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
         names: those kinds (an error if the data lack what they need).
     lemma_case : {"as_is", "lower"}, default="as_is"
         How a proposition's lemmas meet the (lower-cased) lemma vocabularies.
-        ``"as_is"`` matches them as CoreNLP writes them, as the reference
-        implementation does, so capitalised lemmas (``I``, proper nouns)
+        ``"as_is"`` matches them as CoreNLP writes them, as the original
+        implementation of Niculae et al. does, so capitalised lemmas (``I``, proper nouns)
         never fire; ``"lower"`` lower-cases them first.
     indicator_match : {"substring", "word"}, default="substring"
         How marker phrases are found: as raw, case-sensitive substrings of
-        the text, as the reference implementation does ("so" also fires
+        the text, as the original implementation does ("so" also fires
         inside "also"), or only as whole words (still case-sensitive).
     pmi_sides : {"both", "directional"}, default="both"
         Which PMI table counts a token of each side of a link. ``"both"``
-        (the reference): a token is positive if its PMI with being a source
+        (the original implementation): a token is positive if its PMI with being a source
         *or* a target of a link is positive, on both sides;
         ``"directional"``: the source side uses the source table, the
         target side the target table.
@@ -807,9 +808,9 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
         token attributes (lemmas, parts of speech, productions, dependency
         tuples, markers, discourse, words) start at the beginning of its
         sentence, and the ``"essay"`` and ``"proba"`` kinds are used.
-    root_verb : {"reference", "whole_sentence"}, default="reference"
+    root_verb : {"original", "whole_sentence"}, default="original"
         When a proposition gets its sentence's root-verb features (modal,
-        tense). ``"reference"`` reproduces the reference implementation's
+        tense). ``"original"`` reproduces the original implementation's
         off-by-one test: only when the proposition starts a sentence and
         ends one token before its end (which never happens when
         propositions end with the sentence's final punctuation, so
@@ -844,6 +845,29 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
     n_prop_features_, n_link_features_ : int
         Widths of ``props`` and ``links``.
 
+    Notes
+    -----
+    The defaults reproduce the feature set of Niculae et al. (2017),
+    including four behaviours of their implementation that the options
+    ``lemma_case``, ``indicator_match``, ``pmi_sides`` and ``root_verb``
+    can change. Two further details follow it without an option: the parse
+    tree height and the number of subordinate clauses of a proposition are
+    those of its whole sentences, and the PMI ratios divide by the number
+    of the proposition's own tokens. Word vectors are looked up for any
+    word found in ``word_vectors`` (not only for words of the training
+    documents).
+
+    On CDCP (Niculae et al.'s training split, with CoreNLP and discourse
+    relations) the defaults give 6,330 proposition features (6,630 with
+    300-dimensional word vectors) and 2,151 link features.
+
+    References
+    ----------
+    .. [1] V. Niculae, J. Park and C. Cardie. "Argument Mining with
+       Structured SVMs and RNNs". ACL 2017.
+    .. [2] C. Stab and I. Gurevych. "Parsing Argumentation Structures in
+       Persuasive Essays". Computational Linguistics 43(3), 2017.
+
     Examples
     --------
     >>> from sksparse_struct.feature_extraction import ArgumentFeatures
@@ -864,7 +888,7 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
 
     def __init__(self, n_dependency_tuples=2000, n_link_lemmas=500, n_link_productions=500,
                  word_vectors=None, lexicon=None, groups="auto", lemma_case="as_is",
-                 indicator_match="substring", pmi_sides="both", root_verb="reference",
+                 indicator_match="substring", pmi_sides="both", root_verb="original",
                  essays=False):
         self.n_dependency_tuples = n_dependency_tuples
         self.n_link_lemmas = n_link_lemmas
@@ -895,7 +919,7 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
         for name, allowed in (("lemma_case", ("as_is", "lower")),
                               ("indicator_match", ("substring", "word")),
                               ("pmi_sides", ("both", "directional")),
-                              ("root_verb", ("reference", "whole_sentence"))):
+                              ("root_verb", ("original", "whole_sentence"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got "
                                  f"{getattr(self, name)!r}")
@@ -1327,7 +1351,8 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
             pos["out"][k], neg["out"][k] = (po > 0).sum(), (po < 0).sum()
             pos["both"][k] = ((pi > 0) | (po > 0)).sum()
             neg["both"][k] = ((pi < 0) | (po < 0)).sum()
-        # The reference counts a token on either side if either table says so.
+        # The original implementation counts a token on either side if either
+        # table says so.
         src, trg = ("both", "both") if self.pmi_sides == "both" else ("out", "in")
         cols = []
         for idx, table in ((s, src), (t, trg)):

@@ -481,14 +481,14 @@ def test_lemma_case():
 
 def test_root_verb_rule():
     # "We will go now ." : the proposition "We will go now" stops one token
-    # before the sentence's end, the only case the reference rule fires on.
+    # before the sentence's end, the only case the original rule fires on.
     sents = [{"tokens": [("We", "we", "PRP"), ("will", "will", "MD"), ("go", "go", "VB"),
                          ("now", "now", "RB"), (".", ".", ".")],
               "parse": "(ROOT (S (NP (PRP We)) (VP (MD will) (VP (VB go) (ADVP (RB now))))"
                        " (. .)))",
               "arcs": [(3, 1), (3, 2), (0, 3), (3, 4), (3, 5)]}]
-    for end, rule, expected in [(14, "reference", ("future", 1.0)),
-                                (16, "reference", ("unk", 0.0)),
+    for end, rule, expected in [(14, "original", ("future", 1.0)),
+                                (16, "original", ("unk", 0.0)),
                                 (16, "whole_sentence", ("future", 1.0)),
                                 (14, "whole_sentence", ("unk", 0.0))]:
         doc = make_doc("We will go now .", [(0, end)], sents, [])
@@ -634,7 +634,7 @@ def test_cdcp_dimensions(cdcp_train):
     assert sum(o.props.shape[0] for o in out) == 3806
     assert sum(o.links.shape[0] for o in out) == 33900
     assert sum(o.triples.shape[0] for o in out) == 414294
-    # The reference's root-verb test never fires on CDCP: tense is always "unk".
+    # The original root-verb test never fires on CDCP: tense is always "unk".
     assert af.vocabularies_["root_vb_tense"] == ["unk"]
     assert elapsed < 120  # seconds, not minutes (generous for a loaded CI machine)
     # Second-order features against the set-based reference on a few documents.
