@@ -1,0 +1,161 @@
+"""A small reader of bracketed Penn Treebank trees.
+
+Constituency parsers (Stanford CoreNLP among them) write trees such as
+``(ROOT (S (NP (PRP I)) (VP (VBP agree)) (. .)))``. :func:`parse_ptb` reads
+one into a :class:`Tree`, which knows its label, children, leaves, height,
+subtrees and context-free productions, with the conventions of NLTK's
+``Tree`` (a preterminal over a word has height 2; productions are written
+``S -> NP VP`` and ``NN -> 'state'``, terminals quoted by ``repr``).
+"""
+
+import re
+
+__all__ = ["Tree", "parse_ptb"]
+
+_TOKEN = re.compile(r"\(|\)|[^\s()]+")
+
+
+class Tree:
+    """A constituent: a label and a list of children (trees or leaf strings).
+
+    Parameters
+    ----------
+    label : str
+        The node's label (a phrase or part-of-speech tag).
+    children : list of (Tree or str)
+        The node's children in order; strings are leaves (words).
+    """
+
+    __slots__ = ("children", "label")
+
+    def __init__(self, label, children):
+        self.label = label
+        self.children = list(children)
+
+    def __repr__(self):
+        return f"Tree({self.label!r}, {self.children!r})"
+
+    def __str__(self):
+        inner = " ".join(str(c) for c in self.children)
+        return f"({self.label} {inner})" if inner else f"({self.label})"
+
+    def __eq__(self, other):
+        return (isinstance(other, Tree) and self.label == other.label
+                and self.children == other.children)
+
+    def __hash__(self):
+        return hash(str(self))
+
+    def leaves(self):
+        """The words under this node, left to right."""
+        out = []
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, Tree):
+                stack.extend(reversed(node.children))
+            else:
+                out.append(node)
+        return out
+
+    def height(self):
+        """Length of the longest path to a leaf, counting nodes (a word's preterminal: 2)."""
+        best = 1
+        for child in self.children:
+            h = child.height() + 1 if isinstance(child, Tree) else 2
+            best = max(best, h)
+        return best
+
+    def subtrees(self, label=None):
+        """Every node of the tree (this one first, depth-first), or only those with ``label``."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            if label is None or node.label == label:
+                yield node
+            stack.extend(c for c in reversed(node.children) if isinstance(c, Tree))
+
+    def production(self):
+        """This node's production as a string, e.g. ``'S -> NP VP'`` or ``"NN -> 'state'"``."""
+        rhs = " ".join(c.label if isinstance(c, Tree) else repr(c) for c in self.children)
+        return f"{self.label} -> {rhs}"
+
+    def productions(self):
+        """The productions of every node, depth-first (with repetitions)."""
+        return [node.production() for node in self.subtrees()]
+
+    def spans(self):
+        """``(node, start, end)`` for every node: the leaf positions ``[start, end)`` it covers.
+
+        Depth-first, parents before children (the order of :meth:`subtrees`).
+        """
+        out = []
+        self._spans(0, out)
+        return out
+
+    def _spans(self, start, out):
+        here = len(out)
+        out.append(None)
+        pos = start
+        for child in self.children:
+            pos = child._spans(pos, out) if isinstance(child, Tree) else pos + 1
+        out[here] = (self, start, pos)
+        return pos
+
+
+def parse_ptb(text):
+    """Read one bracketed tree.
+
+    Parameters
+    ----------
+    text : str
+        The tree, e.g. ``"(ROOT (S (NP (PRP I)) (VP (VBP agree))))"``; line
+        breaks and indentation are ignored. A node without a label (the
+        outer brackets of the original Penn Treebank files) gets the label
+        ``""``.
+
+    Returns
+    -------
+    tree : Tree
+
+    Raises
+    ------
+    ValueError
+        If the brackets do not balance, the string holds more or less than
+        one tree, or a word stands outside any bracket.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"a bracketed tree must be a str, got {type(text).__name__}")
+    tokens = _TOKEN.findall(text)
+    if not tokens or tokens[0] != "(":
+        raise ValueError(f"a bracketed tree must start with '(': {text[:60]!r}")
+    stack = []
+    root = None
+    i = 0
+    n = len(tokens)
+    while i < n:
+        tok = tokens[i]
+        if tok == "(":
+            if root is not None:
+                raise ValueError(f"text after the end of the tree: {text[:60]!r}...")
+            label = ""
+            if i + 1 < n and tokens[i + 1] not in "()":
+                label = tokens[i + 1]
+                i += 1
+            stack.append(Tree(label, []))
+        elif tok == ")":
+            if not stack:
+                raise ValueError(f"unbalanced ')' in tree: {text[:60]!r}...")
+            node = stack.pop()
+            if stack:
+                stack[-1].children.append(node)
+            else:
+                root = node
+        else:
+            if not stack or root is not None:
+                raise ValueError(f"word {tok!r} outside any bracket in tree: {text[:60]!r}")
+            stack[-1].children.append(tok)
+        i += 1
+    if stack:
+        raise ValueError(f"unbalanced '(' in tree: {text[:60]!r}...")
+    return root
