@@ -1,6 +1,5 @@
 """Joint prediction of proposition types and support links with a structured SVM."""
 
-import sys
 from numbers import Integral, Real
 
 import numpy as np
@@ -136,8 +135,10 @@ class StructuredSVMArgumentMiner(BaseEstimator):
     random_state : int, RandomState or None, default=None
         Order of the documents in each pass.
     verbose : int, default=0
-        Print one line per pass (objective, duality gap when computed, share
-        of integral LP solutions).
+        If positive, print a line every ``verbose`` passes: the dual
+        objective, the duality gap when computed (every 25 passes and after
+        the last), the share of integral LP solutions and AD³'s iterations
+        per document.
 
     Attributes
     ----------
@@ -155,6 +156,8 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         integral.
     duality_gaps_ : list of (int, float)
         (pass, duality gap) where the gap was computed.
+    objective_ : float or None
+        The structured SVM objective of ``coef_`` after the last pass.
 
     Examples
     --------
@@ -347,25 +350,60 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         self.integral_fraction_, self.duality_gaps_ = [], []
         result = minimize_bcfw(problem, C=self.C, max_iter=self.max_iter,
                                random_state=check_random_state(self.random_state),
-                               callback=self._report)
+                               callback=self._record, verbose=self.verbose)
         self.coef_ = result.coef
         self.n_iter_ = result.n_iter
+        self.objective_ = result.gap.primal if result.gap is not None else None
         return self
 
-    def _report(self, info):
-        """Keep (and print when verbose) each pass's statistics."""
-        n = info.n_samples
-        integral = float(info.stats[0]) / n
-        self.integral_fraction_.append(integral)
-        message = f"pass {info.iteration}: objective {info.primal:.4f}" \
-            if getattr(info, "primal", None) is not None else f"pass {info.iteration}:"
-        gap = getattr(info, "gap", None)
-        if gap is not None:
-            self.duality_gaps_.append((info.iteration, float(gap)))
-            message += f", duality gap {gap:.4g}"
-        if self.verbose:
-            print(f"{message}, integral LP solutions {100 * integral:.1f}%, "
-                  f"{info.elapsed:.1f} s", file=sys.stdout, flush=True)
+    def set_unary_weights(self, classes, prop_weights, link_weights):
+        """Decode with given unary weights instead of fitting.
+
+        Turns any linear scorers of propositions and links, e.g. independent
+        classifiers, into a predictor that decodes them jointly under this
+        model's ``constraints`` (the compatibility tables are zero, and
+        ``second_order`` must be empty).
+
+        Parameters
+        ----------
+        classes : sequence of str
+            The proposition labels, in the order of the rows of
+            ``prop_weights``.
+        prop_weights : array-like of shape (n_classes, n_prop_features)
+        link_weights : array-like of shape (2, n_link_features)
+            Scores of a link being off (row 0) and on (row 1).
+
+        Returns
+        -------
+        self : StructuredSVMArgumentMiner
+        """
+        if self._second_order_types():
+            raise ValueError("set_unary_weights scores no second-order factor: set "
+                             "second_order=().")
+        order = np.argsort(np.asarray(classes, dtype=object).astype(str), kind="stable")
+        classes = np.asarray(classes, dtype=object)[order]
+        prop_weights = np.asarray(prop_weights, dtype=np.float64)[order]
+        link_weights = np.asarray(link_weights, dtype=np.float64)
+        if prop_weights.ndim != 2 or prop_weights.shape[0] != len(classes) or \
+                link_weights.ndim != 2 or link_weights.shape[0] != 2:
+            raise ValueError("prop_weights must be (n_classes, n_prop_features) and "
+                             "link_weights (2, n_link_features).")
+        if not (np.all(np.isfinite(prop_weights)) and np.all(np.isfinite(link_weights))):
+            raise ValueError("the weights contain NaN or infinity.")
+        self.classes_ = classes
+        self._illegal_, self._required_source_ = self._strict_options(self.classes_)
+        self.layout_ = ParameterLayout(len(classes), prop_weights.shape[1],
+                                       link_weights.shape[1], 3 if self.compat_features else 1,
+                                       (), 0)
+        self.coef_ = np.concatenate([prop_weights.ravel(), link_weights.ravel(),
+                                     np.zeros(self.layout_.sizes[2])])
+        return self
+
+    def _record(self, info):
+        """Keep each pass's share of integral LP solutions and the duality gaps."""
+        self.integral_fraction_.append(float(info.stats[0]) / info.n_samples)
+        if info.gap is not None:
+            self.duality_gaps_.append((info.n_iter, float(info.gap.gap)))
 
     # --- prediction ------------------------------------------------------------
 

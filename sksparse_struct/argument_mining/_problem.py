@@ -138,6 +138,7 @@ class ArgumentProblem:
         self.ad3_options = dict(ad3_options)
         self.n_params = layout.n_params
         self.n_samples = len(documents)
+        self.stat_names = ("integral", "AD3 iterations")
         self._warm = [None] * len(documents)
         self._gold = [self._gold_structure(i) for i in range(self.n_samples)]
 
