@@ -1,0 +1,477 @@
+"""Joint prediction of proposition types and support links with a structured SVM."""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from ..feature_extraction import DocumentFeatures
+from ..inference import ad3, ad3_map, milp_map
+from ..learners import minimize_bcfw
+from ..metrics import argument_f1_score
+from ..utils._sklearn_compat import Interval, StrOptions, fit_context
+from ._graph import build_argument_graph
+from ._problem import (
+    SECOND_ORDER_TYPES,
+    ArgumentProblem,
+    DocumentTarget,
+    ParameterLayout,
+    document_potentials,
+    graph_scores,
+)
+
+__all__ = ["CDCP_OBJECTIVITY", "StructuredSVMArgumentMiner"]
+
+# Most objective first: a link whose source is strictly less objective than
+# its target is illegal under ``constraints="cdcp_strict"``.
+CDCP_OBJECTIVITY = ("reference", "testimony", "fact", "value", "policy")
+_CONSTRAINTS = ("none", "cdcp", "cdcp_strict", "tree", "tree_strict")
+_DECODERS = ("exact", "lp", "milp")
+
+
+def _check_documents(X, name="X"):
+    if isinstance(X, DocumentFeatures) or not hasattr(X, "__len__"):
+        raise TypeError(f"{name} must be a list of documents (DocumentFeatures, the output of "
+                        f"ArgumentFeatures.transform); got {type(X).__name__}.")
+    docs = list(X)
+    if not docs:
+        raise ValueError(f"{name} is empty: no documents.")
+    for d, doc in enumerate(docs):
+        if not isinstance(doc, DocumentFeatures):
+            raise TypeError(
+                f"document {d} of {name} is a {type(doc).__name__}, not DocumentFeatures: "
+                "transform raw documents with ArgumentFeatures first (e.g. in a Pipeline).")
+        n = doc.props.shape[0]
+        k = doc.link_pairs.shape[0]
+        if n == 0:
+            raise ValueError(f"document {d} of {name} has no propositions.")
+        checks = ((doc.links.shape[0], k, "link feature rows"),
+                  (doc.compat.shape[0], k, "compatibility feature rows"),
+                  (doc.second_order.shape[0], doc.triples.shape[0], "second-order feature rows"))
+        for got, want, what in checks:
+            if got != want:
+                raise ValueError(f"document {d} of {name}: {got} {what}, expected {want}.")
+        if k and (doc.link_pairs.min() < 0 or doc.link_pairs.max() >= n):
+            raise ValueError(f"document {d} of {name}: a candidate link names a proposition "
+                             f"outside 0..{n - 1}.")
+        for what, values in (("proposition", doc.props.data), ("link", doc.links.data),
+                             ("compatibility", doc.compat), ("second-order", doc.second_order)):
+            if not np.all(np.isfinite(values)):
+                raise ValueError(f"document {d} of {name}: {what} features contain NaN or "
+                                 "infinity.")
+    return docs
+
+
+class StructuredSVMArgumentMiner(BaseEstimator):
+    """Argument mining with a structured SVM over expressive factor graphs.
+
+    Predicts, jointly for all the propositions of a document, the type of
+    every proposition (e.g. fact, value, policy) and which propositions
+    support which (directed links), as in Niculae, Park and Cardie (ACL
+    2017). A document is a factor graph over one multi-state variable per
+    proposition and one binary variable per candidate link:
+
+    - unary factors score a proposition's label and a link's state from
+      their features;
+    - a *compatibility* factor per candidate link scores the triple (source
+      label, target label, link state), as one shared table or as a linear
+      function of the link's compatibility features (``compat_features``);
+    - *second-order* factors score pairs of links that share a proposition:
+      co-parents ``a -> b <- c``, grandparents ``a -> b -> c``, siblings
+      ``a <- b -> c`` (``second_order``);
+    - hard *constraints* restrict the link structure (below).
+
+    The weights are learnt by a structured SVM (block-coordinate
+    Frank-Wolfe, :func:`~sksparse_struct.learners.minimize_bcfw`) whose
+    loss-augmented inference is the LP relaxation of the factor graph,
+    solved by AD³ (:func:`~sksparse_struct.inference.ad3`); the cost is a
+    weighted Hamming cost in which missing a gold link costs ``link_cost``.
+    Prediction decodes with the averaged weights.
+
+    Parameters
+    ----------
+    constraints : {"none", "cdcp", "cdcp_strict", "tree", "tree_strict"}, \
+            default="cdcp_strict"
+        ``"cdcp"``: links are antisymmetric (never both ``a -> b`` and
+        ``b -> a``) and transitive (``a -> b`` and ``b -> c`` imply
+        ``a -> c``), as the CDCP corpus annotates them. ``"cdcp_strict"``
+        adds that a proposition cannot support a strictly more objective
+        one (``strict_labels``). ``"tree"``: in each paragraph, the links
+        form a forest (every proposition supports at most one other, no
+        cycles), as in the persuasive-essay corpora. ``"tree_strict"`` adds
+        that only propositions labelled ``strict_labels`` (default
+        ``"Premise"``) may support another.
+    compat_features : bool, default=True
+        Compatibility tables as linear functions of each link's
+        compatibility features (bias, adjacency, order); else one shared
+        table.
+    second_order : tuple of str, default=("coparent", "sibling")
+        Second-order factor types among ``"coparent"``, ``"grandparent"``,
+        ``"sibling"``; ``()`` for none.
+    strict_labels : sequence of str or str, default=None
+        For ``"cdcp_strict"``: the labels from most to least objective
+        (default: reference, testimony, fact, value, policy); every label
+        seen in ``fit`` must be listed. For ``"tree_strict"``: the label a
+        source of a link must have (default ``"Premise"``).
+    C : float, default=0.1
+        Weight of the loss against the regulariser ``||w||^2 / 2``.
+    link_cost : "balanced" or float, default="balanced"
+        Cost of missing a gold link (a wrong label or a spurious link costs
+        1). ``"balanced"``: the number of negative candidate links over the
+        number of positive ones in the training set.
+    max_iter : int, default=100
+        Passes over the training documents.
+    decode : {"exact", "lp", "milp"}, default="exact"
+        Prediction: exact MAP by branch-and-bound over AD³
+        (:func:`~sksparse_struct.inference.ad3_map`), the LP relaxation
+        rounded per variable, or exact MAP by HiGHS
+        (:func:`~sksparse_struct.inference.milp_map`).
+    lp_max_iter : int, default=5000
+        AD³ iterations per LP solve.
+    lp_tol : float, default=1e-6
+        AD³'s residual threshold.
+    random_state : int, RandomState or None, default=None
+        Order of the documents in each pass.
+    verbose : int, default=0
+        If positive, print a line every ``verbose`` passes: the dual
+        objective, the duality gap when computed (every 25 passes and after
+        the last), the share of integral LP solutions and AD³'s iterations
+        per document.
+
+    Attributes
+    ----------
+    classes_ : ndarray of str
+        The proposition labels, sorted.
+    coef_ : ndarray of shape (n_params,)
+        The averaged weights; :attr:`layout_` says where each group sits.
+    layout_ : ParameterLayout
+    link_cost_ : float
+        The cost of a missed link used in training.
+    n_iter_ : int
+        Passes run.
+    integral_fraction_ : list of float
+        Per pass, the share of loss-augmented LP solutions that were
+        integral.
+    duality_gaps_ : list of (int, float)
+        (pass, duality gap) where the gap was computed.
+    objective_ : float or None
+        The structured SVM objective of ``coef_`` after the last pass.
+
+    Examples
+    --------
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sksparse_struct import StructuredSVMArgumentMiner
+    >>> from sksparse_struct.datasets import load_cdcp_sample
+    >>> from sksparse_struct.feature_extraction import ArgumentFeatures
+    >>> X_train, y_train, X_test, y_test = load_cdcp_sample()
+    >>> model = make_pipeline(ArgumentFeatures(),
+    ...                       StructuredSVMArgumentMiner(max_iter=5, random_state=0))
+    >>> model.fit(X_train, y_train)  # doctest: +ELLIPSIS
+    Pipeline(...)
+    >>> labels, links = model.predict(X_test[:1])[0]
+    >>> 0 <= model.score(X_test, y_test) <= 1
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "constraints": [StrOptions(set(_CONSTRAINTS))],
+        "compat_features": ["boolean"],
+        "second_order": [tuple, list, None],
+        "strict_labels": [None, str, tuple, list],
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "link_cost": [StrOptions({"balanced"}), Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "decode": [StrOptions(set(_DECODERS))],
+        "lp_max_iter": [Interval(Integral, 1, None, closed="left")],
+        "lp_tol": [Interval(Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        constraints="cdcp_strict",
+        *,
+        compat_features=True,
+        second_order=("coparent", "sibling"),
+        strict_labels=None,
+        C=0.1,
+        link_cost="balanced",
+        max_iter=100,
+        decode="exact",
+        lp_max_iter=5000,
+        lp_tol=1e-6,
+        random_state=None,
+        verbose=0,
+    ):
+        self.constraints = constraints
+        self.compat_features = compat_features
+        self.second_order = second_order
+        self.strict_labels = strict_labels
+        self.C = C
+        self.link_cost = link_cost
+        self.max_iter = max_iter
+        self.decode = decode
+        self.lp_max_iter = lp_max_iter
+        self.lp_tol = lp_tol
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # --- validation ----------------------------------------------------------
+
+    def _second_order_types(self):
+        types = tuple(self.second_order or ())
+        unknown = [t for t in types if t not in SECOND_ORDER_TYPES]
+        if unknown or len(set(types)) != len(types):
+            raise ValueError(f"second_order must list distinct types among {SECOND_ORDER_TYPES}; "
+                             f"got {self.second_order!r}.")
+        # A fixed order, whatever order the user wrote them in.
+        return tuple(t for t in SECOND_ORDER_TYPES if t in types)
+
+    def _targets(self, y, docs, classes):
+        if len(y) != len(docs):
+            raise ValueError(f"X has {len(docs)} documents but y has {len(y)} targets.")
+        codes = {label: c for c, label in enumerate(classes)}
+        targets = []
+        for d, (doc, target) in enumerate(zip(docs, y)):
+            try:
+                labels, links = target
+            except (TypeError, ValueError):
+                raise ValueError(f"target {d} must be a (labels, links) pair.") from None
+            n = doc.props.shape[0]
+            if len(labels) != n:
+                raise ValueError(f"document {d}: {len(labels)} labels for {n} propositions.")
+            label_codes = np.empty(n, dtype=np.int64)
+            for a, label in enumerate(labels):
+                if label not in codes:
+                    raise ValueError(f"document {d}, proposition {a}: unknown label {label!r} "
+                                     f"(known: {list(classes)}).")
+                label_codes[a] = codes[label]
+            index = {(int(s), int(t)): e for e, (s, t) in enumerate(doc.link_pairs)}
+            on = np.zeros(doc.link_pairs.shape[0], dtype=np.int64)
+            for link in links:
+                try:
+                    s, t = (int(v) for v in link)
+                except (TypeError, ValueError):
+                    raise ValueError(f"document {d}: link {link!r} is not a (source, target) "
+                                     "pair.") from None
+                if (s, t) not in index:
+                    raise ValueError(
+                        f"document {d}: link {s} -> {t} is not a candidate link (propositions "
+                        f"0..{n - 1}, distinct, in the same paragraph).")
+                on[index[(s, t)]] = 1
+            targets.append(DocumentTarget(label_codes, on))
+        return targets
+
+    def _strict_options(self, classes):
+        """Illegal (source label, target label) pairs and the required source label."""
+        if self.constraints == "cdcp_strict":
+            order = CDCP_OBJECTIVITY if self.strict_labels is None else tuple(self.strict_labels)
+            missing = [c for c in classes if c not in order]
+            if missing or isinstance(self.strict_labels, str):
+                raise ValueError(f"strict_labels must order every label from most to least "
+                                 f"objective; labels not listed: {missing}.")
+            rank = {label: r for r, label in enumerate(order)}
+            illegal = [(i, j) for i, a in enumerate(classes) for j, b in enumerate(classes)
+                       if rank[a] > rank[b]]
+            return illegal, None
+        if self.constraints == "tree_strict":
+            label = "Premise" if self.strict_labels is None else self.strict_labels
+            if not isinstance(label, str) or label not in classes:
+                raise ValueError(f"strict_labels must be the one label a link's source must "
+                                 f"have, among {list(classes)}; got {label!r}.")
+            return [], int(np.searchsorted(classes, label))
+        return [], None
+
+    def _graph(self, doc):
+        structure = {"none": "none", "cdcp": "cdcp", "cdcp_strict": "cdcp",
+                     "tree": "tree", "tree_strict": "tree"}[self.constraints]
+        return build_argument_graph(
+            doc.props.shape[0], len(self.classes_), doc.link_pairs, doc.triples,
+            constraints=structure, second_order=self.layout_.second_order,
+            illegal_label_pairs=self._illegal_, required_source_label=self._required_source_,
+            proposition_paragraph=doc.proposition_paragraph)
+
+    def _ad3_options(self):
+        return {"max_iter": self.lp_max_iter, "tol": self.lp_tol}
+
+    # --- fit -------------------------------------------------------------------
+
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Learn the weights from documents and their gold structures.
+
+        Parameters
+        ----------
+        X : list of DocumentFeatures
+            Documents transformed by
+            :class:`~sksparse_struct.feature_extraction.ArgumentFeatures`.
+        y : list of (labels, links)
+            Per document, one label per proposition and the list of gold
+            ``(source, target)`` links (as
+            :func:`~sksparse_struct.datasets.read_cdcp` returns them).
+
+        Returns
+        -------
+        self : StructuredSVMArgumentMiner
+        """
+        docs = _check_documents(X)
+        types = self._second_order_types()
+        widths = {doc.props.shape[1] for doc in docs}, {doc.links.shape[1] for doc in docs}
+        if len(widths[0]) > 1 or len(widths[1]) > 1:
+            raise ValueError("the documents have different numbers of features: transform them "
+                             "all with the same fitted ArgumentFeatures.")
+        if not hasattr(y, "__len__"):
+            raise TypeError("y must be a list of (labels, links) pairs.")
+        all_labels = set()
+        for d, target in enumerate(y):
+            try:
+                all_labels.update(str(label) for label in target[0])
+            except (TypeError, IndexError):
+                raise ValueError(f"target {d} must be a (labels, links) pair.") from None
+        self.classes_ = np.array(sorted(all_labels), dtype=object)
+        targets = self._targets(y, docs, self.classes_)
+        self._illegal_, self._required_source_ = self._strict_options(self.classes_)
+        n_second = docs[0].second_order.shape[1] if types else 0
+        self.layout_ = ParameterLayout(len(self.classes_), docs[0].props.shape[1],
+                                       docs[0].links.shape[1], 3 if self.compat_features else 1,
+                                       types, n_second)
+        n_on = sum(int(t.links.sum()) for t in targets)
+        n_links = sum(t.links.shape[0] for t in targets)
+        if self.link_cost == "balanced":
+            self.link_cost_ = (n_links - n_on) / n_on if n_on else 1.0
+        else:
+            self.link_cost_ = float(self.link_cost)
+        graphs = [self._graph(doc) for doc in docs]
+        problem = ArgumentProblem(docs, targets, graphs, self.layout_, self.link_cost_,
+                                  self._ad3_options())
+        self.integral_fraction_, self.duality_gaps_ = [], []
+        result = minimize_bcfw(problem, C=self.C, max_iter=self.max_iter,
+                               random_state=check_random_state(self.random_state),
+                               callback=self._record, verbose=self.verbose)
+        self.coef_ = result.coef
+        self.n_iter_ = result.n_iter
+        self.objective_ = result.gap.primal if result.gap is not None else None
+        return self
+
+    def set_unary_weights(self, classes, prop_weights, link_weights):
+        """Decode with given unary weights instead of fitting.
+
+        Turns any linear scorers of propositions and links, e.g. independent
+        classifiers, into a predictor that decodes them jointly under this
+        model's ``constraints`` (the compatibility tables are zero, and
+        ``second_order`` must be empty).
+
+        Parameters
+        ----------
+        classes : sequence of str
+            The proposition labels, in the order of the rows of
+            ``prop_weights``.
+        prop_weights : array-like of shape (n_classes, n_prop_features)
+        link_weights : array-like of shape (2, n_link_features)
+            Scores of a link being off (row 0) and on (row 1).
+
+        Returns
+        -------
+        self : StructuredSVMArgumentMiner
+        """
+        if self._second_order_types():
+            raise ValueError("set_unary_weights scores no second-order factor: set "
+                             "second_order=().")
+        order = np.argsort(np.asarray(classes, dtype=object).astype(str), kind="stable")
+        classes = np.asarray(classes, dtype=object)[order]
+        prop_weights = np.asarray(prop_weights, dtype=np.float64)[order]
+        link_weights = np.asarray(link_weights, dtype=np.float64)
+        if prop_weights.ndim != 2 or prop_weights.shape[0] != len(classes) or \
+                link_weights.ndim != 2 or link_weights.shape[0] != 2:
+            raise ValueError("prop_weights must be (n_classes, n_prop_features) and "
+                             "link_weights (2, n_link_features).")
+        if not (np.all(np.isfinite(prop_weights)) and np.all(np.isfinite(link_weights))):
+            raise ValueError("the weights contain NaN or infinity.")
+        self.classes_ = classes
+        self._illegal_, self._required_source_ = self._strict_options(self.classes_)
+        self.layout_ = ParameterLayout(len(classes), prop_weights.shape[1],
+                                       link_weights.shape[1], 3 if self.compat_features else 1,
+                                       (), 0)
+        self.coef_ = np.concatenate([prop_weights.ravel(), link_weights.ravel(),
+                                     np.zeros(self.layout_.sizes[2])])
+        return self
+
+    def _record(self, info):
+        """Keep each pass's share of integral LP solutions and the duality gaps."""
+        self.integral_fraction_.append(float(info.stats[0]) / info.n_samples)
+        if info.gap is not None:
+            self.duality_gaps_.append((info.n_iter, float(info.gap.gap)))
+
+    # --- prediction ------------------------------------------------------------
+
+    def _scores(self, doc, graph):
+        prop, link, compat, pairs = document_potentials(self.coef_, self.layout_, doc)
+        return graph_scores(graph, self.layout_, prop, link, compat, pairs)
+
+    def _decode_one(self, doc):
+        graph = self._graph(doc)
+        variable_scores, factor_scores = self._scores(doc, graph)
+        if self.decode == "exact":
+            result = ad3_map(graph.graph, variable_scores, factor_scores, **self._ad3_options())
+        elif self.decode == "milp":
+            result = milp_map(graph.graph, variable_scores, factor_scores)
+        else:
+            result = ad3(graph.graph, variable_scores, factor_scores, **self._ad3_options())
+        values = result.variables
+        labels = [str(self.classes_[c]) for c in np.argmax(values[graph.prop_vars], axis=1)]
+        on = values[graph.link_vars] > 0.5
+        links = sorted((int(s), int(t)) for s, t in doc.link_pairs[on])
+        return labels, links
+
+    def predict(self, X):
+        """Labels and links of each document.
+
+        Parameters
+        ----------
+        X : list of DocumentFeatures
+
+        Returns
+        -------
+        y : list of (labels, links)
+            In the format of :meth:`fit`'s ``y``.
+        """
+        check_is_fitted(self, "coef_")
+        docs = self._check_predict(X)
+        return [self._decode_one(doc) for doc in docs]
+
+    def predict_marginals(self, X):
+        """The LP relaxation's marginals of each document.
+
+        Returns
+        -------
+        marginals : list of (prop, links)
+            ``prop`` (n_props, n_classes): each proposition's label
+            marginals (columns in the order of ``classes_``); ``links``
+            (n_links,): the probability that each candidate link is on, the
+            candidates in the order of ``link_pairs``.
+        """
+        check_is_fitted(self, "coef_")
+        out = []
+        for doc in self._check_predict(X):
+            graph = self._graph(doc)
+            result = ad3(graph.graph, *self._scores(doc, graph), **self._ad3_options())
+            out.append((result.variables[graph.prop_vars], result.variables[graph.link_vars]))
+        return out
+
+    def _check_predict(self, X):
+        docs = _check_documents(X)
+        for d, doc in enumerate(docs):
+            if (doc.props.shape[1], doc.links.shape[1]) != (self.layout_.n_prop_features,
+                                                             self.layout_.n_link_features):
+                raise ValueError(
+                    f"document {d} has {doc.props.shape[1]} proposition and "
+                    f"{doc.links.shape[1]} link features; the model was fit with "
+                    f"{self.layout_.n_prop_features} and {self.layout_.n_link_features}.")
+        return docs
+
+    def score(self, X, y):
+        """Mean of the link F1 and the proposition macro-F1, pooled over documents."""
+        return argument_f1_score(y, self.predict(X))
