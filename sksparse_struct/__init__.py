@@ -22,6 +22,9 @@ metrics
 tagging
     ``LinearChainCRF``: sequence taggers trained with CRF, structured SVM,
     perceptron and SparseMAP losses.
+argument_mining
+    ``StructuredSVMArgumentMiner``: joint proposition types and support
+    links of documents, a structured SVM over factor graphs.
 parsing
     ``SparseMAPParser``: first-order dependency parsers trained with
     SparseMAP, CRF, structured SVM and perceptron losses.
@@ -29,8 +32,15 @@ parsing
 
 from . import datasets, feature_extraction, losses, mappings, metrics
 from ._version import __version__
+from .argument_mining import StructuredSVMArgumentMiner
 from .linear_model import FenchelYoungClassifier
 from .parsing import SparseMAPParser
 from .tagging import LinearChainCRF
 
-__all__ = ["__version__", "FenchelYoungClassifier", "LinearChainCRF", "SparseMAPParser"]
+__all__ = [
+    "__version__",
+    "FenchelYoungClassifier",
+    "LinearChainCRF",
+    "SparseMAPParser",
+    "StructuredSVMArgumentMiner",
+]

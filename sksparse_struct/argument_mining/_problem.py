@@ -21,10 +21,21 @@ from typing import NamedTuple
 import numpy as np
 
 from ..inference import ad3
+from ._graph import SECOND_ORDER_TYPES as _PAIR_POSITIONS
 
 __all__ = ["ArgumentProblem", "DocumentTarget", "ParameterLayout", "document_potentials"]
 
 SECOND_ORDER_TYPES = ("coparent", "grandparent", "sibling")
+
+
+def pair_links(doc, kind):
+    """The two candidate links of each second-order pair factor of type ``kind``."""
+    n = doc.props.shape[0]
+    index = np.full((n, n), -1, dtype=np.int64)
+    index[doc.link_pairs[:, 0], doc.link_pairs[:, 1]] = np.arange(doc.link_pairs.shape[0])
+    (i0, j0), (i1, j1) = _PAIR_POSITIONS[kind]
+    trip = doc.triples
+    return index[trip[:, i0], trip[:, j0]], index[trip[:, i1], trip[:, j1]]
 
 
 class ParameterLayout(NamedTuple):
@@ -102,12 +113,12 @@ def document_potentials(coef, layout, doc):
     return prop, link, compat, pairs
 
 
-def _pair_indicators(graph, target, layout):
+def _pair_indicators(doc, target, layout):
     """Gold second-order indicators: both links of each pair factor on."""
     on = target.links
-    out = np.zeros((len(layout.second_order), graph.n_triples))
+    out = np.zeros((len(layout.second_order), doc.triples.shape[0]))
     for t, kind in enumerate(layout.second_order):
-        first, second = graph.pair_links[kind]
+        first, second = pair_links(doc, kind)
         out[t] = on[first] * on[second]
     return out
 
@@ -141,6 +152,7 @@ class ArgumentProblem:
         self.stat_names = ("integral", "AD3 iterations")
         self._warm = [None] * len(documents)
         self._gold = [self._gold_structure(i) for i in range(self.n_samples)]
+        self._feature_blocks = [self._blocks(doc) for doc in documents]
 
     # -- structure space ---------------------------------------------------
 
@@ -156,7 +168,7 @@ class ArgumentProblem:
         return p, links, mu, z
 
     def _gold_structure(self, i):
-        target, graph = self.targets[i], self.graphs[i]
+        target = self.targets[i]
         L = self.layout.n_labels
         n, k = target.labels.shape[0], target.links.shape[0]
         p = np.zeros((n, L))
@@ -167,8 +179,25 @@ class ArgumentProblem:
         pairs = self.documents[i].link_pairs
         config = target.labels[pairs[:, 0]] * 2 * L + target.labels[pairs[:, 1]] * 2 + target.links
         mu[np.arange(k), config] = 1.0
-        z = _pair_indicators(graph, target, self.layout)
+        z = _pair_indicators(self.documents[i], target, self.layout)
         return np.concatenate([p.ravel(), links.ravel(), mu.ravel(), z.ravel()])
+
+    def _blocks(self, doc):
+        """Per feature matrix: the weight indices it touches and its transpose on them.
+
+        ``psi`` of the proposition (link) part is ``X.T @ p``, nonzero only
+        on the columns the document uses: computed once, it makes
+        :meth:`joint_feature` a small sparse product.
+        """
+        layout = self.layout
+        out = []
+        for X, start, width, n_states in (
+                (doc.props, layout.slices[0].start, layout.n_prop_features, layout.n_labels),
+                (doc.links, layout.slices[1].start, layout.n_link_features, 2)):
+            cols = np.unique(X.indices)
+            indices = (start + np.arange(n_states)[None, :] * width + cols[:, None]).ravel()
+            out.append((indices.astype(np.int64), X[:, cols].T.tocsr()))
+        return out
 
     def gold(self, i):
         return self._gold[i]
@@ -187,16 +216,12 @@ class ArgumentProblem:
         """``psi(x_i, m)`` as (indices, values), linear in ``m``."""
         doc, layout = self.documents[i], self.layout
         p, links, mu, z = self._unpack(i, m)
-        s_prop, s_link, s_compat, s_second = layout.slices
+        s_compat, s_second = layout.slices[2:]
         parts_idx, parts_val = [], []
-        for X, marg, start, width in ((doc.props, p, s_prop.start, layout.n_prop_features),
-                                      (doc.links, links, s_link.start, layout.n_link_features)):
-            cols = np.unique(X.indices)
-            if cols.size:
-                block = np.asarray(X[:, cols].T @ marg)  # (n_cols, n_states)
-                states = np.arange(marg.shape[1])
-                parts_idx.append((start + states[None, :] * width + cols[:, None]).ravel())
-                parts_val.append(block.ravel())
+        for (indices, columns_by_row), marg in zip(self._feature_blocks[i], (p, links)):
+            if indices.size:
+                parts_idx.append(indices)
+                parts_val.append(np.asarray(columns_by_row @ marg).ravel())
         compat = compat_rows(doc, layout).T @ mu  # (n_compat, L*L*2)
         parts_idx.append(np.arange(s_compat.start, s_compat.stop))
         parts_val.append(compat.ravel())
@@ -257,6 +282,6 @@ def structure_from_marginals(graph, layout, variables, factors):
     links = np.column_stack([1.0 - on, on])
     mu = factors[graph.compat_offsets[:, None] + np.arange(L * L * 2)] if on.size else \
         np.zeros((0, L * L * 2))
-    z = np.array([factors[graph.pair_offsets[kind]] for kind in layout.second_order]).reshape(
-        len(layout.second_order), -1)
+    z = np.concatenate([factors[graph.pair_offsets[kind]] for kind in layout.second_order]) \
+        if layout.second_order else np.zeros(0)
     return np.concatenate([p.ravel(), links.ravel(), mu.ravel(), z.ravel()])

@@ -151,11 +151,16 @@ def _dataset(rng, n_docs=12):
     return X, y
 
 
-@pytest.mark.parametrize("constraints", ["none", "cdcp", "cdcp_strict"])
-def test_fit_learns_a_separable_problem(constraints):
+@pytest.mark.parametrize("constraints, options", [
+    ("none", {"compat_features": False, "second_order": ()}),
+    ("cdcp", {}),
+    ("cdcp_strict", {"second_order": ("grandparent",)}),
+])
+def test_fit_learns_a_separable_problem(constraints, options):
     rng = np.random.RandomState(3)
     X, y = _dataset(rng)
-    miner = StructuredSVMArgumentMiner(constraints, C=10.0, max_iter=30, random_state=0)
+    miner = StructuredSVMArgumentMiner(constraints, C=10.0, max_iter=30, random_state=0,
+                                       **options)
     miner.fit(X, y)
     assert miner.predict(X) == [(list(labels), list(links)) for labels, links in y]
     assert miner.score(X, y) == 1.0
