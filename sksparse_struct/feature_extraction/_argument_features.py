@@ -389,24 +389,26 @@ def _analyse(doc, index, cfg):
     t1 = np.searchsorted(begins, ends, "left")
     out.t0, out.t1 = t0, t1
     n_tokens = (t1 - t0).astype(np.float64)
-    # t0p: where token attributes start; with include_preceding, the start of
-    # the proposition's first sentence (the persuasive-essay setting).
-    t0p = t0.copy()
-    char_start = starts.copy()
-    if cfg["include_preceding"] and len(begins):
-        has = t0 < t1
-        first_of = sent_first[sent_of[np.minimum(t0, len(begins) - 1)]]
-        t0p = np.where(has, first_of, t0)
-        moved = t0p < t0
-        char_start[moved] = begins[t0p[moved]]
-    out.preceding = [tuple(original[t0p[k]:t0[k]]) for k in range(n_props)]
-
-    # Paragraph attributes.
+    # Paragraph boundaries in tokens.
     para_start = np.array([a for a, _ in paragraphs], dtype=np.int64)
     para_end = np.array([b for _, b in paragraphs], dtype=np.int64)
     para_t0 = np.searchsorted(begins, para_start, "left")
     para_t1 = np.searchsorted(begins, para_end, "left")
     p = prop_para
+    # t0p: where token attributes start; with include_preceding, the start of
+    # the proposition's first sentence (the persuasive-essay setting), but
+    # not before its paragraph.
+    t0p = t0.copy()
+    char_start = starts.copy()
+    if cfg["include_preceding"] and len(begins):
+        has = t0 < t1
+        first_of = sent_first[sent_of[np.minimum(t0, len(begins) - 1)]]
+        t0p = np.where(has, np.maximum(first_of, np.minimum(para_t0[p], t0)), t0)
+        moved = t0p < t0
+        char_start[moved] = begins[t0p[moved]]
+    out.preceding = [tuple(original[t0p[k]:t0[k]]) for k in range(n_props)]
+
+    # Paragraph attributes.
     n_toks_in_para = (para_t1 - para_t0)[p].astype(np.float64)
     relative = np.divide(t0p - para_t0[p], n_toks_in_para, out=np.zeros(n_props),
                          where=n_toks_in_para > 0)
@@ -574,14 +576,21 @@ def _essay_attributes(out, paragraphs, begins, tok_ends, sent_first, sentences):
 
 
 def _tokenize(text):
-    """Words, their start offsets and sentence boundaries of a text without annotations."""
+    """Words, their start offsets and sentence boundaries of a text without annotations.
+
+    A sentence ends after ``.``, ``!`` or ``?`` (and any more of them) and at
+    a line break.
+    """
     words, begins, sent_first = [], [], [0]
+    end = 0
     for m in _TOKEN.finditer(text):
-        if sent_first[-1] < len(words) and words[-1] in _SENTENCE_END \
-                and m.group() not in _SENTENCE_END:
+        if sent_first[-1] < len(words) and (
+                (words[-1] in _SENTENCE_END and m.group() not in _SENTENCE_END)
+                or "\n" in text[end:m.start()]):
             sent_first.append(len(words))
         words.append(m.group())
         begins.append(m.start())
+        end = m.end()
     if len(words) > sent_first[-1]:
         sent_first.append(len(words))
     return words, np.array(begins, dtype=np.int64), np.array(sent_first, dtype=np.int64)
@@ -853,7 +862,8 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
     can change. Two further details follow it without an option: the parse
     tree height and the number of subordinate clauses of a proposition are
     those of its whole sentences, and the PMI ratios divide by the number
-    of the proposition's own tokens. Word vectors are looked up for any
+    of the proposition's own tokens (so with ``essays=True``, where the
+    lemmas start at the sentence, they may exceed 1). Word vectors are looked up for any
     word found in ``word_vectors`` (not only for words of the training
     documents).
 
@@ -1046,6 +1056,8 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
                      "lexicon": lexicon_res, "root_verb": self.root_verb,
                      "include_preceding": bool(self.essays), "essay": "essay" in kinds}
         docs = [_analyse(d, i, self._cfg) for i, d in enumerate(X)]
+        if not any(d.n_props for d in docs):
+            raise ValueError("the training documents hold no proposition")
 
         # Training statistics.
         lemma_freq = Counter(x.lower() for d in docs for x in d.all_lemmas)
