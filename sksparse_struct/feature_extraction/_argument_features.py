@@ -35,7 +35,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ._argument_lexicon import ARGUMENT_MARKERS
-from ._ptb import parse_ptb
+from ._ptb import read_constituents
 
 __all__ = ["ArgumentFeatures", "DocumentFeatures"]
 
@@ -245,28 +245,26 @@ _UNSET = object()
 class _Sentence:
     """One CoreNLP sentence, read once per document."""
 
-    __slots__ = ("dep_dependent", "dep_strings", "height", "n_leaves", "n_sbar", "np_seqs",
-                 "prod_end", "prod_start", "prod_strings", "root_verb", "root_verb_args", "vp_seqs")
+    __slots__ = ("dep_dependent", "dep_strings", "height", "n_leaves", "n_sbar",
+                 "np_seqs", "prod_end", "prod_start", "prod_strings", "root_verb",
+                 "root_verb_args", "vp_seqs")
 
 
 def _read_sentence(sent, lemmas, words, pos, first, where, k):
     out = _Sentence()
     try:
-        tree = parse_ptb(sent["parse"])
+        leaves, nodes, out.height = read_constituents(sent["parse"])
     except KeyError:
         raise ValueError(f"{where}: CoreNLP sentence {k} has no 'parse'") from None
     except (ValueError, TypeError) as e:
         raise ValueError(f"{where}: CoreNLP sentence {k}: {e}") from None
-    spans = tree.spans()
-    out.prod_strings = [node.production() for node, _, _ in spans]
-    out.prod_start = np.fromiter((s for _, s, _ in spans), np.int64, len(spans))
-    out.prod_end = np.fromiter((e for _, _, e in spans), np.int64, len(spans))
-    out.n_leaves = int(out.prod_end[0]) if spans else 0
-    out.height = tree.height()
-    out.n_sbar = sum(1 for node, _, _ in spans if node.label == "SBAR")
-    leaves = tree.leaves()
-    out.np_seqs = [tuple(leaves[a:b]) for node, a, b in spans if node.label == "NP"]
-    out.vp_seqs = [tuple(leaves[a:b]) for node, a, b in spans if node.label == "VP"]
+    out.prod_strings = [prod for _, _, _, prod in nodes]
+    out.prod_start = np.fromiter((a for _, a, _, _ in nodes), np.int64, len(nodes))
+    out.prod_end = np.fromiter((b for _, _, b, _ in nodes), np.int64, len(nodes))
+    out.n_leaves = len(leaves)
+    out.n_sbar = sum(1 for label, _, _, _ in nodes if label == "SBAR")
+    out.np_seqs = [tuple(leaves[a:b]) for label, a, b, _ in nodes if label == "NP"]
+    out.vp_seqs = [tuple(leaves[a:b]) for label, a, b, _ in nodes if label == "VP"]
     n = len(sent["tokens"])
     try:
         arcs = sent["collapsed-ccprocessed-dependencies"]
