@@ -889,6 +889,22 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
     (3, [[0, 1], [0, 2], [1, 0], [1, 2], [2, 0], [2, 1]])
     >>> out.triples.shape, out.second_order.shape
     ((6, 3), (6, 35))
+
+    With CoreNLP annotations and discourse relations, as the bundled CDCP
+    sample has them, every kind is used:
+
+    >>> from sksparse_struct.datasets import load_cdcp_sample
+    >>> X_train, y_train, X_test, y_test = load_cdcp_sample()
+    >>> features = ArgumentFeatures().fit(X_train, y_train)
+    >>> features.groups_
+    ('dependency_tuples', 'discourse', 'indicators', 'lemmas', 'pos', 'productions', 'structure', 'pmi')
+    >>> out = features.transform(X_test[:1])[0]
+    >>> out.props.shape == (6, features.n_prop_features_)
+    True
+    >>> out.links.shape == (30, features.n_link_features_), out.triples.shape
+    (True, (120, 3))
+    >>> features.feature_groups_["props"]["discourse"]
+    slice(994, 1002, None)
     """
 
     COMPAT_FEATURES = COMPAT_FEATURES
