@@ -966,34 +966,39 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
         return res
 
     def _check_vectors(self):
+        """Validate ``word_vectors``; return (lookup, dimension) or (None, None).
+
+        ``lookup`` maps a word to its vector: the user's dict itself, or a
+        dict word -> row over the user's matrix (no copy of the vectors).
+        """
         wv = self.word_vectors
         if wv is None:
             return None, None
         if isinstance(wv, dict):
-            words = list(wv)
-            rows = [np.asarray(wv[w], dtype=np.float64) for w in words]
-            if not rows:
+            if not wv:
                 raise ValueError("word_vectors is empty")
-            if any(r.ndim != 1 or r.shape != rows[0].shape for r in rows):
+            shapes = {np.shape(v) for v in wv.values()}
+            if len(shapes) != 1 or len(next(iter(shapes))) != 1:
                 raise ValueError("word_vectors must map words to 1-D arrays of one length")
-            matrix = np.vstack(rows)
-        else:
-            try:
-                words, matrix = wv
-            except (TypeError, ValueError):
-                raise ValueError("word_vectors must be a dict word -> vector or a "
-                                 "(words, matrix) pair") from None
-            words = list(words)
-            matrix = np.asarray(matrix, dtype=np.float64)
-            if matrix.ndim != 2 or matrix.shape[0] != len(words) or not words:
-                raise ValueError(f"word_vectors: a matrix of shape {matrix.shape} for "
-                                 f"{len(words)} words; need one row per word")
+            if not all(np.all(np.isfinite(v)) for v in wv.values()):
+                raise ValueError("word_vectors must be finite")
+            return None, next(iter(shapes))[0]
+        try:
+            words, matrix = wv
+        except (TypeError, ValueError):
+            raise ValueError("word_vectors must be a dict word -> vector or a "
+                             "(words, matrix) pair") from None
+        words = list(words)
+        shape = np.shape(matrix)
+        if len(shape) != 2 or shape[0] != len(words) or not words:
+            raise ValueError(f"word_vectors: a matrix of shape {shape} for "
+                             f"{len(words)} words; need one row per word")
         if not np.all(np.isfinite(matrix)):
             raise ValueError("word_vectors must be finite")
         index = {}
         for i, w in enumerate(words):
             index.setdefault(w, i)
-        return index, matrix
+        return index, shape[1]
 
     # -- fitting ----------------------------------------------------------
 
@@ -1027,7 +1032,7 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
         X = self._check_X(X)
         if not X:
             raise ValueError("ArgumentFeatures needs at least one training document")
-        vec_index, vec_matrix = self._check_vectors()
+        vec_index, vec_dim = self._check_vectors()
         links, labels = self._check_y(X, y)
         has_parse = self._availability(X, "corenlp")
         # A mix of documents with and without relations matters only when
@@ -1038,7 +1043,7 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
                     else all(d.get("discourse") is not None for d in X))
         have = {None: True, "parse": has_parse, "discourse": has_disc,
                 "links": links is not None and sum(len(x) for x in links) > 0,
-                "vectors": vec_index is not None, "labels": labels is not None}
+                "vectors": vec_dim is not None, "labels": labels is not None}
         if isinstance(self.groups, str) and self.groups in ("auto", "text"):
             if self.groups == "text":
                 have["parse"] = have["discourse"] = False
@@ -1109,7 +1114,7 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
             self.pmi_out_ = {w: math.log(c) - math.log(lemma_freq[w]) - base
                              for w, c in out_count.items()}
         if "embeds" in kinds:
-            self._vec_index, self._vec_matrix = vec_index, vec_matrix
+            self._vec_index, self._vec_dim = vec_index, vec_dim
         if "proba" in kinds:
             classes = sorted({x for lab in labels for x in lab})
             col = {c: i for i, c in enumerate(classes)}
@@ -1220,7 +1225,7 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
             props.append(("proba", [f"proba={c}" for c in self.proba_classes_]))
         if "embeds" in kinds:
             props.append(("embeds", [f"embeds_{i}" for i in
-                                     range(self._vec_matrix.shape[1])]))
+                                     range(self._vec_dim)]))
         side = []
         for name in _SIDE_SETS:
             key = {"lemmas": "link_lemmas", "productions": "link_productions"}.get(name, name)
@@ -1390,12 +1395,20 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
         return np.column_stack(cols).astype(np.float64).reshape(-1, 8)
 
     def _embeds(self, d):
-        out = np.zeros((d.n_props, self._vec_matrix.shape[1]))
-        for k, words in enumerate(d.words):
-            rows = [self._vec_index[w] for w in (x.lower() for x in words)
-                    if w in self._vec_index]
-            if rows:
-                out[k] = self._vec_matrix[rows].mean(0)
+        out = np.zeros((d.n_props, self._vec_dim))
+        if self._vec_index is None:  # a dict of vectors
+            table = self.word_vectors
+            for k, words in enumerate(d.words):
+                found = [table[w] for w in (x.lower() for x in words) if w in table]
+                if found:
+                    out[k] = np.mean(np.asarray(found, dtype=np.float64), axis=0)
+        else:
+            index = self._vec_index
+            matrix = np.asarray(self.word_vectors[1])
+            for k, words in enumerate(d.words):
+                rows = [index[w] for w in (x.lower() for x in words) if w in index]
+                if rows:
+                    out[k] = np.asarray(matrix[rows], dtype=np.float64).mean(0)
         return out
 
 

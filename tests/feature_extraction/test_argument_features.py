@@ -227,6 +227,13 @@ def test_embeds_mean_of_found_words():
                                          np.vstack(list(vectors.values()))))
     out2 = af2.fit_transform([make_doc()], [(["value"] * 3, LINKS)])[0]
     np.testing.assert_allclose(out2.props.toarray(), out.props.toarray())
+    # plain lists work too, and the vectors are not copied into the estimator
+    af4 = ArgumentFeatures(word_vectors=(["cats", "sleep", "dogs"],
+                                         [list(v) for v in vectors.values()]))
+    out4 = af4.fit_transform([make_doc()], [(["value"] * 3, LINKS)])[0]
+    np.testing.assert_allclose(out4.props.toarray(), out.props.toarray())
+    assert not any(isinstance(v, np.ndarray) and v.shape == (3, 2)
+                   for v in vars(af2).values())
     # no vector for any word: zeros
     doc = make_doc()
     doc["text"] = doc["text"]
