@@ -35,7 +35,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ._argument_lexicon import ARGUMENT_MARKERS
-from ._ptb import parse_ptb
+from ._ptb import read_constituents
 
 __all__ = ["ArgumentFeatures", "DocumentFeatures"]
 
@@ -245,28 +245,26 @@ _UNSET = object()
 class _Sentence:
     """One CoreNLP sentence, read once per document."""
 
-    __slots__ = ("dep_dependent", "dep_strings", "height", "n_leaves", "n_sbar", "np_seqs",
-                 "prod_end", "prod_start", "prod_strings", "root_verb", "root_verb_args", "vp_seqs")
+    __slots__ = ("dep_dependent", "dep_strings", "height", "n_leaves", "n_sbar",
+                 "np_seqs", "prod_end", "prod_start", "prod_strings", "root_verb",
+                 "root_verb_args", "vp_seqs")
 
 
 def _read_sentence(sent, lemmas, words, pos, first, where, k):
     out = _Sentence()
     try:
-        tree = parse_ptb(sent["parse"])
+        leaves, nodes, out.height = read_constituents(sent["parse"])
     except KeyError:
         raise ValueError(f"{where}: CoreNLP sentence {k} has no 'parse'") from None
     except (ValueError, TypeError) as e:
         raise ValueError(f"{where}: CoreNLP sentence {k}: {e}") from None
-    spans = tree.spans()
-    out.prod_strings = [node.production() for node, _, _ in spans]
-    out.prod_start = np.fromiter((s for _, s, _ in spans), np.int64, len(spans))
-    out.prod_end = np.fromiter((e for _, _, e in spans), np.int64, len(spans))
-    out.n_leaves = int(out.prod_end[0]) if spans else 0
-    out.height = tree.height()
-    out.n_sbar = sum(1 for node, _, _ in spans if node.label == "SBAR")
-    leaves = tree.leaves()
-    out.np_seqs = [tuple(leaves[a:b]) for node, a, b in spans if node.label == "NP"]
-    out.vp_seqs = [tuple(leaves[a:b]) for node, a, b in spans if node.label == "VP"]
+    out.prod_strings = [prod for _, _, _, prod in nodes]
+    out.prod_start = np.fromiter((a for _, a, _, _ in nodes), np.int64, len(nodes))
+    out.prod_end = np.fromiter((b for _, _, b, _ in nodes), np.int64, len(nodes))
+    out.n_leaves = len(leaves)
+    out.n_sbar = sum(1 for label, _, _, _ in nodes if label == "SBAR")
+    out.np_seqs = [tuple(leaves[a:b]) for label, a, b, _ in nodes if label == "NP"]
+    out.vp_seqs = [tuple(leaves[a:b]) for label, a, b, _ in nodes if label == "VP"]
     n = len(sent["tokens"])
     try:
         arcs = sent["collapsed-ccprocessed-dependencies"]
@@ -389,24 +387,26 @@ def _analyse(doc, index, cfg):
     t1 = np.searchsorted(begins, ends, "left")
     out.t0, out.t1 = t0, t1
     n_tokens = (t1 - t0).astype(np.float64)
-    # t0p: where token attributes start; with include_preceding, the start of
-    # the proposition's first sentence (the persuasive-essay setting).
-    t0p = t0.copy()
-    char_start = starts.copy()
-    if cfg["include_preceding"] and len(begins):
-        has = t0 < t1
-        first_of = sent_first[sent_of[np.minimum(t0, len(begins) - 1)]]
-        t0p = np.where(has, first_of, t0)
-        moved = t0p < t0
-        char_start[moved] = begins[t0p[moved]]
-    out.preceding = [tuple(original[t0p[k]:t0[k]]) for k in range(n_props)]
-
-    # Paragraph attributes.
+    # Paragraph boundaries in tokens.
     para_start = np.array([a for a, _ in paragraphs], dtype=np.int64)
     para_end = np.array([b for _, b in paragraphs], dtype=np.int64)
     para_t0 = np.searchsorted(begins, para_start, "left")
     para_t1 = np.searchsorted(begins, para_end, "left")
     p = prop_para
+    # t0p: where token attributes start; with include_preceding, the start of
+    # the proposition's first sentence (the persuasive-essay setting), but
+    # not before its paragraph.
+    t0p = t0.copy()
+    char_start = starts.copy()
+    if cfg["include_preceding"] and len(begins):
+        has = t0 < t1
+        first_of = sent_first[sent_of[np.minimum(t0, len(begins) - 1)]]
+        t0p = np.where(has, np.maximum(first_of, np.minimum(para_t0[p], t0)), t0)
+        moved = t0p < t0
+        char_start[moved] = begins[t0p[moved]]
+    out.preceding = [tuple(original[t0p[k]:t0[k]]) for k in range(n_props)]
+
+    # Paragraph attributes.
     n_toks_in_para = (para_t1 - para_t0)[p].astype(np.float64)
     relative = np.divide(t0p - para_t0[p], n_toks_in_para, out=np.zeros(n_props),
                          where=n_toks_in_para > 0)
@@ -574,14 +574,21 @@ def _essay_attributes(out, paragraphs, begins, tok_ends, sent_first, sentences):
 
 
 def _tokenize(text):
-    """Words, their start offsets and sentence boundaries of a text without annotations."""
+    """Words, their start offsets and sentence boundaries of a text without annotations.
+
+    A sentence ends after ``.``, ``!`` or ``?`` (and any more of them) and at
+    a line break.
+    """
     words, begins, sent_first = [], [], [0]
+    end = 0
     for m in _TOKEN.finditer(text):
-        if sent_first[-1] < len(words) and words[-1] in _SENTENCE_END \
-                and m.group() not in _SENTENCE_END:
+        if sent_first[-1] < len(words) and (
+                (words[-1] in _SENTENCE_END and m.group() not in _SENTENCE_END)
+                or "\n" in text[end:m.start()]):
             sent_first.append(len(words))
         words.append(m.group())
         begins.append(m.start())
+        end = m.end()
     if len(words) > sent_first[-1]:
         sent_first.append(len(words))
     return words, np.array(begins, dtype=np.int64), np.array(sent_first, dtype=np.int64)
@@ -853,7 +860,8 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
     can change. Two further details follow it without an option: the parse
     tree height and the number of subordinate clauses of a proposition are
     those of its whole sentences, and the PMI ratios divide by the number
-    of the proposition's own tokens. Word vectors are looked up for any
+    of the proposition's own tokens (so with ``essays=True``, where the
+    lemmas start at the sentence, they may exceed 1). Word vectors are looked up for any
     word found in ``word_vectors`` (not only for words of the training
     documents).
 
@@ -881,6 +889,22 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
     (3, [[0, 1], [0, 2], [1, 0], [1, 2], [2, 0], [2, 1]])
     >>> out.triples.shape, out.second_order.shape
     ((6, 3), (6, 35))
+
+    With CoreNLP annotations and discourse relations, as the bundled CDCP
+    sample has them, every kind is used:
+
+    >>> from sksparse_struct.datasets import load_cdcp_sample
+    >>> X_train, y_train, X_test, y_test = load_cdcp_sample()
+    >>> features = ArgumentFeatures().fit(X_train, y_train)
+    >>> features.groups_
+    ('dependency_tuples', 'discourse', 'indicators', 'lemmas', 'pos', 'productions', 'structure', 'pmi')
+    >>> out = features.transform(X_test[:1])[0]
+    >>> out.props.shape == (6, features.n_prop_features_)
+    True
+    >>> out.links.shape == (30, features.n_link_features_), out.triples.shape
+    (True, (120, 3))
+    >>> features.feature_groups_["props"]["discourse"]
+    slice(994, 1002, None)
     """
 
     COMPAT_FEATURES = COMPAT_FEATURES
@@ -942,34 +966,39 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
         return res
 
     def _check_vectors(self):
+        """Validate ``word_vectors``; return (lookup, dimension) or (None, None).
+
+        ``lookup`` maps a word to its vector: the user's dict itself, or a
+        dict word -> row over the user's matrix (no copy of the vectors).
+        """
         wv = self.word_vectors
         if wv is None:
             return None, None
         if isinstance(wv, dict):
-            words = list(wv)
-            rows = [np.asarray(wv[w], dtype=np.float64) for w in words]
-            if not rows:
+            if not wv:
                 raise ValueError("word_vectors is empty")
-            if any(r.ndim != 1 or r.shape != rows[0].shape for r in rows):
+            shapes = {np.shape(v) for v in wv.values()}
+            if len(shapes) != 1 or len(next(iter(shapes))) != 1:
                 raise ValueError("word_vectors must map words to 1-D arrays of one length")
-            matrix = np.vstack(rows)
-        else:
-            try:
-                words, matrix = wv
-            except (TypeError, ValueError):
-                raise ValueError("word_vectors must be a dict word -> vector or a "
-                                 "(words, matrix) pair") from None
-            words = list(words)
-            matrix = np.asarray(matrix, dtype=np.float64)
-            if matrix.ndim != 2 or matrix.shape[0] != len(words) or not words:
-                raise ValueError(f"word_vectors: a matrix of shape {matrix.shape} for "
-                                 f"{len(words)} words; need one row per word")
+            if not all(np.all(np.isfinite(v)) for v in wv.values()):
+                raise ValueError("word_vectors must be finite")
+            return None, next(iter(shapes))[0]
+        try:
+            words, matrix = wv
+        except (TypeError, ValueError):
+            raise ValueError("word_vectors must be a dict word -> vector or a "
+                             "(words, matrix) pair") from None
+        words = list(words)
+        shape = np.shape(matrix)
+        if len(shape) != 2 or shape[0] != len(words) or not words:
+            raise ValueError(f"word_vectors: a matrix of shape {shape} for "
+                             f"{len(words)} words; need one row per word")
         if not np.all(np.isfinite(matrix)):
             raise ValueError("word_vectors must be finite")
         index = {}
         for i, w in enumerate(words):
             index.setdefault(w, i)
-        return index, matrix
+        return index, shape[1]
 
     # -- fitting ----------------------------------------------------------
 
@@ -1003,7 +1032,7 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
         X = self._check_X(X)
         if not X:
             raise ValueError("ArgumentFeatures needs at least one training document")
-        vec_index, vec_matrix = self._check_vectors()
+        vec_index, vec_dim = self._check_vectors()
         links, labels = self._check_y(X, y)
         has_parse = self._availability(X, "corenlp")
         # A mix of documents with and without relations matters only when
@@ -1014,7 +1043,7 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
                     else all(d.get("discourse") is not None for d in X))
         have = {None: True, "parse": has_parse, "discourse": has_disc,
                 "links": links is not None and sum(len(x) for x in links) > 0,
-                "vectors": vec_index is not None, "labels": labels is not None}
+                "vectors": vec_dim is not None, "labels": labels is not None}
         if isinstance(self.groups, str) and self.groups in ("auto", "text"):
             if self.groups == "text":
                 have["parse"] = have["discourse"] = False
@@ -1046,6 +1075,8 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
                      "lexicon": lexicon_res, "root_verb": self.root_verb,
                      "include_preceding": bool(self.essays), "essay": "essay" in kinds}
         docs = [_analyse(d, i, self._cfg) for i, d in enumerate(X)]
+        if not any(d.n_props for d in docs):
+            raise ValueError("the training documents hold no proposition")
 
         # Training statistics.
         lemma_freq = Counter(x.lower() for d in docs for x in d.all_lemmas)
@@ -1083,7 +1114,7 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
             self.pmi_out_ = {w: math.log(c) - math.log(lemma_freq[w]) - base
                              for w, c in out_count.items()}
         if "embeds" in kinds:
-            self._vec_index, self._vec_matrix = vec_index, vec_matrix
+            self._vec_index, self._vec_dim = vec_index, vec_dim
         if "proba" in kinds:
             classes = sorted({x for lab in labels for x in lab})
             col = {c: i for i, c in enumerate(classes)}
@@ -1194,7 +1225,7 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
             props.append(("proba", [f"proba={c}" for c in self.proba_classes_]))
         if "embeds" in kinds:
             props.append(("embeds", [f"embeds_{i}" for i in
-                                     range(self._vec_matrix.shape[1])]))
+                                     range(self._vec_dim)]))
         side = []
         for name in _SIDE_SETS:
             key = {"lemmas": "link_lemmas", "productions": "link_productions"}.get(name, name)
@@ -1364,12 +1395,20 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
         return np.column_stack(cols).astype(np.float64).reshape(-1, 8)
 
     def _embeds(self, d):
-        out = np.zeros((d.n_props, self._vec_matrix.shape[1]))
-        for k, words in enumerate(d.words):
-            rows = [self._vec_index[w] for w in (x.lower() for x in words)
-                    if w in self._vec_index]
-            if rows:
-                out[k] = self._vec_matrix[rows].mean(0)
+        out = np.zeros((d.n_props, self._vec_dim))
+        if self._vec_index is None:  # a dict of vectors
+            table = self.word_vectors
+            for k, words in enumerate(d.words):
+                found = [table[w] for w in (x.lower() for x in words) if w in table]
+                if found:
+                    out[k] = np.mean(np.asarray(found, dtype=np.float64), axis=0)
+        else:
+            index = self._vec_index
+            matrix = np.asarray(self.word_vectors[1])
+            for k, words in enumerate(d.words):
+                rows = [index[w] for w in (x.lower() for x in words) if w in index]
+                if rows:
+                    out[k] = np.asarray(matrix[rows], dtype=np.float64).mean(0)
         return out
 
 

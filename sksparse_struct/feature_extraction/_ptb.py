@@ -6,11 +6,13 @@ one into a :class:`Tree`, which knows its label, children, leaves, height,
 subtrees and context-free productions, with the conventions of NLTK's
 ``Tree`` (a preterminal over a word has height 2; productions are written
 ``S -> NP VP`` and ``NN -> 'state'``, terminals quoted by ``repr``).
+:func:`read_constituents` reads the same string in one pass into what
+feature extraction needs, without building the tree.
 """
 
 import re
 
-__all__ = ["Tree", "parse_ptb"]
+__all__ = ["Tree", "parse_ptb", "read_constituents"]
 
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 
@@ -159,3 +161,78 @@ def parse_ptb(text):
     if stack:
         raise ValueError(f"unbalanced '(' in tree: {text[:60]!r}...")
     return root
+
+
+def read_constituents(text):
+    """The leaves and constituents of a bracketed tree, in one pass.
+
+    The same as ``tree = parse_ptb(text)`` followed by ``tree.leaves()``,
+    ``[(node.label, start, end, node.production()) for node, start, end in
+    tree.spans()]`` and ``tree.height()``, several times faster.
+
+    Parameters
+    ----------
+    text : str
+        One bracketed tree.
+
+    Returns
+    -------
+    leaves : list of str
+        The words, left to right.
+    constituents : list of (str, int, int, str)
+        ``(label, start, end, production)`` of every node, parents before
+        children (depth-first), covering the leaves ``[start, end)``.
+    height : int
+        The tree's height (NLTK's convention).
+
+    Raises
+    ------
+    ValueError
+        As :func:`parse_ptb`.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"a bracketed tree must be a str, got {type(text).__name__}")
+    tokens = _TOKEN.findall(text)
+    if not tokens or tokens[0] != "(":
+        raise ValueError(f"a bracketed tree must start with '(': {text[:60]!r}")
+    leaves = []
+    nodes = []
+    # open nodes: [label, start, child symbols, height, index in nodes]
+    stack = []
+    done = False
+    height = 0
+    i, n = 0, len(tokens)
+    while i < n:
+        tok = tokens[i]
+        if tok == "(":
+            if done:
+                raise ValueError(f"text after the end of the tree: {text[:60]!r}...")
+            label = ""
+            if i + 1 < n and tokens[i + 1] not in "()":
+                label = tokens[i + 1]
+                i += 1
+            stack.append([label, len(leaves), [], 1, len(nodes)])
+            nodes.append(None)
+        elif tok == ")":
+            if not stack:
+                raise ValueError(f"unbalanced ')' in tree: {text[:60]!r}...")
+            label, start, rhs, h, at = stack.pop()
+            nodes[at] = (label, start, len(leaves), f"{label} -> {' '.join(rhs)}")
+            if stack:
+                parent = stack[-1]
+                parent[2].append(label)
+                parent[3] = max(parent[3], h + 1)
+            else:
+                done = True
+                height = h
+        else:
+            if not stack or done:
+                raise ValueError(f"word {tok!r} outside any bracket in tree: {text[:60]!r}")
+            leaves.append(tok)
+            top = stack[-1]
+            top[2].append(repr(tok))
+            top[3] = max(top[3], 2)
+        i += 1
+    if stack:
+        raise ValueError(f"unbalanced '(' in tree: {text[:60]!r}...")
+    return leaves, nodes, height

@@ -1,5 +1,6 @@
 """ArgumentFeatures: every feature group on hand-made documents, and on CDCP."""
 
+import itertools
 import math
 import pickle
 import re
@@ -7,6 +8,8 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sklearn.base import clone
 
 from sksparse_struct.feature_extraction import (
@@ -224,6 +227,13 @@ def test_embeds_mean_of_found_words():
                                          np.vstack(list(vectors.values()))))
     out2 = af2.fit_transform([make_doc()], [(["value"] * 3, LINKS)])[0]
     np.testing.assert_allclose(out2.props.toarray(), out.props.toarray())
+    # plain lists work too, and the vectors are not copied into the estimator
+    af4 = ArgumentFeatures(word_vectors=(["cats", "sleep", "dogs"],
+                                         [list(v) for v in vectors.values()]))
+    out4 = af4.fit_transform([make_doc()], [(["value"] * 3, LINKS)])[0]
+    np.testing.assert_allclose(out4.props.toarray(), out.props.toarray())
+    assert not any(isinstance(v, np.ndarray) and v.shape == (3, 2)
+                   for v in vars(af2).values())
     # no vector for any word: zeros
     doc = make_doc()
     doc["text"] = doc["text"]
@@ -445,6 +455,10 @@ def test_text_only_documents():
            for i, p in enumerate(b.link_pairs.tolist())}
     assert raw[(0, 2)].get("any_shared_nouns") == 1
     assert raw[(0, 1)].get("any_shared_nouns") is None
+    # a line break ends a sentence too
+    doc = text_doc("Taxes rise\nWe pay", [(0, 5), (11, 17)])
+    out = ArgumentFeatures(groups=["structure"]).fit_transform([doc])[0]
+    np.testing.assert_allclose(out.props[:, 2].toarray().ravel(), [0.5, 1.0])
 
 
 def test_indicator_matching_options():
@@ -876,3 +890,66 @@ def test_cdcp_sample_text_mode(sample):
     assert not af.uses_corenlp_
     assert af.groups_ == ("indicators", "lemmas", "structure")
     assert all(o.props.shape[1] == af.n_prop_features_ for o in out)
+
+
+# ---------------------------------------------------------------------------
+# Properties on random text-only documents
+# ---------------------------------------------------------------------------
+
+
+_PIECES = ["I", "so", "also", "But", "cats", "Cats", "sleep", "we", "Therefore",
+           "because", "in my opinion", ".", ",", "!", " ", "  ", "\n"]
+
+
+@st.composite
+def text_documents(draw):
+    text = "".join(draw(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=30)))
+    cuts = sorted(set(draw(st.lists(st.integers(0, len(text)), max_size=12))))
+    spans = [(a, b) for a, b in zip(cuts[::2], cuts[1::2]) if a < b]
+    # paragraphs: split at the start of some propositions
+    splits = sorted({a for (a, _), take in zip(spans, draw(st.lists(
+        st.booleans(), min_size=len(spans), max_size=len(spans)))) if take and a > 0})
+    bounds = [0, *splits, len(text)]
+    paragraphs = list(itertools.pairwise(bounds))
+    return {"text": text, "propositions": spans, "paragraphs": paragraphs}
+
+
+@given(st.lists(text_documents(), min_size=1, max_size=4), st.booleans())
+def test_random_text_documents(docs, essays):
+    af = ArgumentFeatures(essays=essays)
+    if not any(d["propositions"] for d in docs):
+        with pytest.raises(ValueError, match="no proposition"):
+            af.fit(docs)
+        return
+    y = [(["x"] * len(d["propositions"]),
+          [(0, 1)] if len(d["propositions"]) > 1 and d.get("paragraphs") else [])
+         for d in docs]
+    # a link must join propositions of one paragraph to be a candidate, but
+    # PMI counts every gold link: keep it simple and use them as given
+    outs = af.fit_transform(docs, y)
+    again = af.transform(docs)
+    for doc, out, out2 in zip(docs, outs, again):
+        n = len(doc["propositions"])
+        para = out.proposition_paragraph
+        pairs = [(s, t) for s in range(n) for t in range(n) if s != t and para[s] == para[t]]
+        assert out.link_pairs.tolist() == [list(p) for p in pairs]
+        assert out.props.shape == (n, af.n_prop_features_)
+        assert out.links.shape == (len(pairs), af.n_link_features_)
+        for m in (out.props, out.links):
+            assert np.all(np.isfinite(m.data))
+        # training values of scaled columns lie in [0, 1]; everything else too
+        assert out.props.nnz == 0 or (out.props.data.min() >= 0
+                                      and out.props.data.max() <= 1 + 1e-12)
+        # (with essays=True the PMI ratios count the words before the
+        # proposition in its sentence over its own tokens: may exceed 1)
+        assert out.links.nnz == 0 or (out.links.data.min() >= 0
+                                      and (essays or out.links.data.max() <= 1 + 1e-12))
+        if len(pairs):
+            s, t = out.link_pairs.T
+            np.testing.assert_array_equal(out.compat[:, 1], np.abs(s - t) == 1)
+        assert np.all((out.second_order >= 0) & (out.second_order <= 1))
+        assert out.second_order.shape == (len(out.triples), 35)
+        for a, b in zip(out, out2):
+            a = a.toarray() if hasattr(a, "toarray") else a
+            b = b.toarray() if hasattr(b, "toarray") else b
+            np.testing.assert_array_equal(a, b)

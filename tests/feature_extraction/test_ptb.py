@@ -1,8 +1,10 @@
 """The bracketed-tree reader of feature_extraction (a private module)."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from sksparse_struct.feature_extraction._ptb import Tree, parse_ptb
+from sksparse_struct.feature_extraction._ptb import Tree, parse_ptb, read_constituents
 
 SENTENCE = """(ROOT
   (S
@@ -73,3 +75,38 @@ def test_tree_constructor():
     t = Tree("NP", [Tree("DT", ["the"]), Tree("NN", ["cat"])])
     assert t.leaves() == ["the", "cat"]
     assert t.production() == "NP -> DT NN"
+
+
+@st.composite
+def trees(draw, depth=0):
+    label = draw(st.sampled_from(["S", "NP", "VP", "NN", "SBAR", "-LRB-"]))
+    if depth >= 3 or draw(st.booleans()):
+        words = draw(st.lists(st.sampled_from(["a", "it's", "b", "'s", '"x"', "."]),
+                              min_size=0, max_size=2))
+        return Tree(label, words)
+    return Tree(label, draw(st.lists(trees(depth + 1), min_size=1, max_size=3)))
+
+
+@given(trees())
+def test_read_constituents_equals_the_tree(tree):
+    text = str(tree)
+    parsed = parse_ptb(text)
+    assert parsed == tree
+    leaves, nodes, height = read_constituents(text)
+    assert leaves == parsed.leaves()
+    assert nodes == [(node.label, a, b, node.production()) for node, a, b in parsed.spans()]
+    assert height == parsed.height()
+
+
+def test_read_constituents_sentence_and_errors():
+    leaves, nodes, height = read_constituents(SENTENCE)
+    assert leaves == ["I", "think", "that", "it", "works", "."]
+    assert height == 8
+    assert nodes[0] == ("ROOT", 0, 6, "ROOT -> S")
+    assert ("SBAR", 2, 5, "SBAR -> IN S") in nodes
+    for bad, match in [("(S (NP I)", "unbalanced '\\("), ("(S (NP I)))", "unbalanced '\\)'"),
+                       ("S (NP I)", "must start with"), ("(S I) (S you)", "after the end")]:
+        with pytest.raises(ValueError, match=match):
+            read_constituents(bad)
+    with pytest.raises(TypeError, match="must be a str"):
+        read_constituents(None)
