@@ -66,10 +66,21 @@ def _crf(args):
     return LinearChainCRF(loss="crf", c2=1.0, max_iter=args.max_iter_crf, n_jobs=args.n_jobs)
 
 
-def _easy_first(args):
-    from sksparse_struct import EasyFirstTagger
+def _crf_perceptron(args):
+    from sksparse_struct import LinearChainCRF
 
-    return EasyFirstTagger(max_iter=args.epochs, window=2, random_state=0, n_jobs=args.n_jobs)
+    return LinearChainCRF(loss="perceptron", max_iter=args.epochs, random_state=0,
+                          n_jobs=args.n_jobs)
+
+
+def _easy_first(window):
+    def factory(args):
+        from sksparse_struct import EasyFirstTagger
+
+        return EasyFirstTagger(max_iter=args.epochs, window=window, random_state=0,
+                               n_jobs=args.n_jobs)
+
+    return factory
 
 
 def _neural(**params):
@@ -86,7 +97,12 @@ def _neural(**params):
 # name -> (input, factory, description)
 MODELS = {
     "crf": ("features", _crf, "LinearChainCRF, loss='crf', L-BFGS, c2=1"),
-    "easy_first": ("features", _easy_first, "EasyFirstTagger, window=2, averaged"),
+    "crf_perceptron": ("features", _crf_perceptron,
+                       "LinearChainCRF, loss='perceptron' (averaged, Viterbi), --epochs epochs"),
+    "easy_first": ("features", _easy_first(2),
+                   "EasyFirstTagger, window=2, averaged, --epochs epochs"),
+    "easy_first_w0": ("features", _easy_first(0),
+                      "EasyFirstTagger, window=0 (no sketch features: a per-token classifier)"),
     "bilstm": ("words", _neural(n_steps=0), "NeuralEasyFirstTagger N=0 (BiLSTM)"),
     "nef_hard": ("words", _neural(n_steps="L", state="full", attention="hard"),
                  "NeuralEasyFirstTagger N=L, hard attention"),
@@ -159,7 +175,8 @@ def main(argv=None):
     parser.add_argument("--models", default=",".join(MODELS),
                         help=f"comma-separated, among {', '.join(MODELS)}")
     parser.add_argument("--quick", action="store_true", help="1,000 training sentences")
-    parser.add_argument("--epochs", type=int, default=10, help="EasyFirstTagger epochs")
+    parser.add_argument("--epochs", type=int, default=10,
+                        help="epochs of EasyFirstTagger and of the CRF's perceptron")
     parser.add_argument("--max-iter-crf", type=int, default=100, help="L-BFGS iterations")
     parser.add_argument("--n-jobs", type=int, default=1, help="threads at prediction")
     parser.add_argument("--out", help="also write the report to this file")

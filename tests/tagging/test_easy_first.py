@@ -7,6 +7,8 @@ from contextlib import redirect_stdout
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV
@@ -185,6 +187,31 @@ def test_decode_matches_rescoring_everything(window, all_states, integer):
             assert order[s].tolist() == ref_order
 
 
+_HYPOTHESIS_TAGGERS = {}
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), window=st.integers(0, 3), K=st.integers(1, 4),
+       integer=st.booleans())
+def test_decode_property(seed, window, K, integer):
+    """Same tags and order as the rescore-everything reference; the order is a permutation."""
+    key = (window, K)
+    if key not in _HYPOTHESIS_TAGGERS:
+        X, y = _toy(K, n_seqs=6, max_len=9, K=K)
+        _HYPOTHESIS_TAGGERS[key] = (EasyFirstTagger(window=window, max_iter=1).fit(X, y), X)
+    tagger, X = _HYPOTHESIS_TAGGERS[key]
+    _random_weights(tagger, seed, integer)
+    pred, order = tagger.predict(X, return_order=True)
+    W = tagger.coef_.toarray().T
+    classes = tagger.classes_.tolist()
+    for s, x in enumerate(_dense(tagger, X)):
+        tags, ref_order = _reference_decode(x, W, tagger.sketch_coef_,
+                                            tagger.sketch_feature_names_, classes, window)
+        assert pred[s] == [classes[t] for t in tags]
+        assert order[s].tolist() == ref_order
+        assert sorted(ref_order) == list(range(x.shape[0]))
+
+
 def test_sketch_feature_names_match_rows():
     X, y = _toy(0)
     for window in range(4):
@@ -271,6 +298,15 @@ def test_reproducible_and_n_jobs():
     assert a.predict(X) == b.predict(X)
     c = EasyFirstTagger(max_iter=3, random_state=2).fit(X, y)
     assert not np.array_equal(a._params, c._params)
+    # Several chunks of sentences predicted on two threads.
+    words, tags = load_ewt_sample("train", return_X_y=True)
+    feats = TokenFeatures(preset="pos")
+    Xw = feats.fit_transform(words)
+    t = EasyFirstTagger(max_iter=2, random_state=0).fit(Xw, tags)
+    one = t.predict(Xw, return_order=True)
+    two = t.set_params(n_jobs=2).predict(Xw, return_order=True)
+    assert one[0] == two[0]
+    assert all(np.array_equal(a, b) for a, b in zip(one[1], two[1]))
 
 
 def test_early_stopping_and_verbose():
