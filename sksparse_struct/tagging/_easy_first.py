@@ -253,6 +253,11 @@ class EasyFirstTagger(BaseEstimator):
             seen = ChainData(matrix[train_rows], lengths[train_ids], gold[train_rows],
                              self._attr_rank)
             valid_rows = _rows(data.offsets, valid_ids)
+            if len(valid_rows) == 0:
+                raise ValueError(
+                    "early_stopping: the held-out sequences have no token; use a larger "
+                    "validation_fraction or drop the empty sequences."
+                )
         attr_ptr, pair_label = seen.pairs(K, self.all_possible_states)
         layout = SimpleNamespace(attr_ptr=attr_ptr, pair_label=pair_label)
         chains = data.chains(layout)
