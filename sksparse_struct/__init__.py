@@ -21,7 +21,8 @@ metrics
     accuracy) and their scorers.
 tagging
     ``LinearChainCRF``: sequence taggers trained with CRF, structured SVM,
-    perceptron and SparseMAP losses.
+    perceptron and SparseMAP losses; ``EasyFirstTagger``: easy-first
+    tagging trained by guided learning.
 argument_mining
     ``StructuredSVMArgumentMiner``: joint proposition types and support
     links of documents, a structured SVM over factor graphs.
@@ -35,10 +36,11 @@ from ._version import __version__
 from .argument_mining import StructuredSVMArgumentMiner
 from .linear_model import FenchelYoungClassifier
 from .parsing import SparseMAPParser
-from .tagging import LinearChainCRF
+from .tagging import EasyFirstTagger, LinearChainCRF
 
 __all__ = [
     "__version__",
+    "EasyFirstTagger",
     "FenchelYoungClassifier",
     "LinearChainCRF",
     "SparseMAPParser",

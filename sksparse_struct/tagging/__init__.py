@@ -1,5 +1,6 @@
-"""Sequence tagging: linear-chain taggers trained with structured losses."""
+"""Sequence tagging: linear-chain taggers trained with structured losses, easy-first taggers."""
 
+from ._easy_first import EasyFirstTagger
 from ._linear_chain import LinearChainCRF
 
-__all__ = ["LinearChainCRF"]
+__all__ = ["EasyFirstTagger", "LinearChainCRF"]
