@@ -58,7 +58,8 @@ loss_augmented(w, i)``, and moves the block towards it by the step ``gamma``
 that maximises the dual (line search) or ``2 n / (k + 2 n)``; the weights
 change by ``gamma C psi_i(m_i - s)``, a sparse vector, so a step costs time
 in proportion to the structures' features, not to ``n_params``, and so does
-the averaging of the weights (see ``learners/_bcfw_fast.py``).
+the averaging of the weights (see ``learners/_bcfw_fast.py``); the averaged
+weights are only formed once per pass, for the dual objective it reports.
 """
 
 import sys
