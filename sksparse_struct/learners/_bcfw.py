@@ -34,6 +34,11 @@ any object with:
     of structures, so it must accept any vector of the structure space.
 ``stat_names``
     Optional: names of the entries of ``stats``, for the progress report.
+``hinge_sum(w)``
+    Optional: ``sum_i max_m [cost_i(m) + w . psi_i(m)] - w . psi_i(gold_i)``
+    (the sum of the structured hinge losses, with the problem's decoder) in
+    one call, for the duality gap; otherwise it comes from
+    ``loss_augmented`` and ``joint_feature``, sample by sample.
 ``bcfw_pass(state, order)``
     Optional. A Python round trip per sample can cost more than the sample
     itself; a problem may then run a whole pass in one compiled call: for
@@ -53,7 +58,8 @@ loss_augmented(w, i)``, and moves the block towards it by the step ``gamma``
 that maximises the dual (line search) or ``2 n / (k + 2 n)``; the weights
 change by ``gamma C psi_i(m_i - s)``, a sparse vector, so a step costs time
 in proportion to the structures' features, not to ``n_params``, and so does
-the averaging of the weights (see ``learners/_bcfw_fast.py``).
+the averaging of the weights (see ``learners/_bcfw_fast.py``); the averaged
+weights are only formed once per pass, for the dual objective it reports.
 """
 
 import sys
@@ -367,18 +373,21 @@ def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, av
     n, n_params = int(problem.n_samples), checked.n_params
     names = tuple(getattr(problem, "stat_names", ()) or ())
 
+    # The blocks start at the gold structures (all block weights zero).
     golds = [checked.gold(i) for i in range(n)]
     block_ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum([g.shape[0] for g in golds], out=block_ptr[1:])
     state = BCFWState(
         np.zeros(n_params), np.zeros(n_params if average else 0),
-        np.zeros(n_params if average else 0, dtype=np.int64),
-        np.concatenate(golds) if n else np.zeros(0), block_ptr, np.zeros(n),
-        checked.position, np.zeros(1, dtype=np.int64), np.zeros(2), C, bool(line_search),
-        bool(average),
+        np.zeros(n_params if average else 0, dtype=np.int64), np.concatenate(golds),
+        block_ptr, np.zeros(n), checked.position, np.zeros(1, dtype=np.int64), np.zeros(2), C,
+        bool(line_search), bool(average),
     )
+    del golds
     w = state.w
     blocks = [state.blocks[block_ptr[i]:block_ptr[i + 1]] for i in range(n)]
+    sizes = np.diff(block_ptr)
+    hinge_sum = getattr(problem, "hinge_sum", None)
     returned = np.empty(n_params)
 
     def returned_weights():
@@ -391,11 +400,14 @@ def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, av
         return returned, float(state.sums[1] / (0.5 * k * (k + 1)))
 
     def duality_gap(n_iter, weights, cost_term):
-        hinge = 0.0
-        for i in range(n):
-            m, cost, _ = checked.loss_augmented(weights, i, golds[i].shape[0])
-            _, _, dot_w, _ = checked.direction(i, golds[i] - m, weights)
-            hinge += cost - dot_w
+        if hinge_sum is not None:
+            hinge = hinge_sum(weights)
+        else:
+            hinge = 0.0
+            for i in range(n):
+                m, cost, _ = checked.loss_augmented(weights, i, sizes[i])
+                _, _, dot_w, _ = checked.direction(i, checked.gold(i) - m, weights)
+                hinge += cost - dot_w
         half_sq = 0.5 * float(weights @ weights)
         primal = half_sq + C * float(hinge)
         dual = -half_sq + C * float(cost_term)
@@ -404,7 +416,7 @@ def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, av
     def python_pass(order):
         total = None
         for i in order:
-            m, cost, stats = checked.loss_augmented(w, i, golds[i].shape[0])
+            m, cost, stats = checked.loss_augmented(w, i, sizes[i])
             total = stats.copy() if total is None else total + stats
             indices, values = checked.joint_feature(i, blocks[i] - m)
             bad = step(state, np.int64(i), m, cost, indices, values)

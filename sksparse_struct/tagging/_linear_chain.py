@@ -208,7 +208,7 @@ class LinearChainCRF(BaseEstimator):
     n_features_in_ : int
         Number of features (columns of the token matrices).
     n_iter_ : int
-        Iterations (L-BFGS) or epochs run.
+        Iterations (L-BFGS), epochs or passes (BCFW) run.
     objective_ : float
         Final training objective: the sum of the losses plus the penalties
         (online solvers: the losses of the last epoch, each at the weights
@@ -624,7 +624,7 @@ class LinearChainCRF(BaseEstimator):
                   f"{time.perf_counter() - start_time:.2f}s", file=sys.stdout, flush=True)
 
         result = minimize_bcfw(
-            ChainBCFWProblem(model, data), C=C, max_iter=self.max_iter, tol=self.tol,
+            ChainBCFWProblem(model, data, self._n_threads()), C=C, max_iter=self.max_iter, tol=self.tol,
             gap_every=_BCFW_GAP_EVERY, random_state=self.random_state, callback=callback,
         )
         self.n_iter_ = result.n_iter

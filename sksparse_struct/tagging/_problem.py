@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..learners import SparseGradient
-from ..losses._kinds_fast import MARGIN_SPARSEMAP, SPARSEMAP, SPARSEMAP_OPTIONS
+from ..losses._kinds_fast import HINGE, MARGIN_SPARSEMAP, SPARSEMAP, SPARSEMAP_OPTIONS
 from . import _chain_fast as fast
 from ._chain_bcfw_fast import chain_bcfw_pass, chain_joint_feature, chain_loss_augmented
 from ._chain_fast import ChainGradient, Chains, ChainScores
@@ -379,13 +379,16 @@ class ChainBCFWProblem:
     model : ChainModel
     data : ChainData
         With gold labels.
+    n_threads : int, default=1
+        Threads of :meth:`hinge_sum` (the same sums for any number).
     """
 
     stat_names = ("loss", "mistakes")
 
-    def __init__(self, model, data):
+    def __init__(self, model, data, n_threads=1):
         self.model = model
         self.data = data
+        self.n_threads = n_threads
         self.chains = data.chains(model)
         self.n_params = model.n_params
         self.n_samples = data.n_sequences
@@ -430,6 +433,11 @@ class ChainBCFWProblem:
             # Our own kernels write valid entries; this would be a bug.
             raise RuntimeError(f"the BCFW step of sequence {bad} met an invalid feature entry.")
         return total
+
+    def hinge_sum(self, w):
+        """The sum of the hinge losses at ``w`` (for the duality gap), over fixed parts."""
+        with ChainRunner(self.n_threads) as runner:
+            return runner.loss_and_grad(HINGE, self.model, self.data, w)[0]
 
     def joint_feature(self, i, m):
         return chain_joint_feature(self.chains, np.int64(i), np.ascontiguousarray(m),
