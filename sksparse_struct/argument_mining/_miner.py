@@ -3,6 +3,7 @@
 from numbers import Integral, Real
 
 import numpy as np
+from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
@@ -132,6 +133,11 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         AD³ iterations per LP solve.
     lp_tol : float, default=1e-6
         AD³'s residual threshold.
+    n_jobs : int, default=None
+        Threads decoding documents in ``predict``, ``predict_marginals`` and
+        ``score`` (the solvers release the GIL); ``None`` means 1, -1 all
+        cores. Training visits the documents one after the other, as
+        block-coordinate Frank-Wolfe does. The results do not depend on it.
     random_state : int, RandomState or None, default=None
         Order of the documents in each pass.
     verbose : int, default=0
@@ -186,6 +192,7 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         "decode": [StrOptions(set(_DECODERS))],
         "lp_max_iter": [Interval(Integral, 1, None, closed="left")],
         "lp_tol": [Interval(Real, 0, None, closed="neither")],
+        "n_jobs": [None, Integral],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -203,6 +210,7 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         decode="exact",
         lp_max_iter=5000,
         lp_tol=1e-6,
+        n_jobs=None,
         random_state=None,
         verbose=0,
     ):
@@ -216,6 +224,7 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         self.decode = decode
         self.lp_max_iter = lp_max_iter
         self.lp_tol = lp_tol
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 
@@ -439,8 +448,13 @@ class StructuredSVMArgumentMiner(BaseEstimator):
             In the format of :meth:`fit`'s ``y``.
         """
         check_is_fitted(self, "coef_")
-        docs = self._check_predict(X)
-        return [self._decode_one(doc) for doc in docs]
+        return self._map(self._decode_one, self._check_predict(X))
+
+    def _map(self, func, docs):
+        """``[func(doc) for doc in docs]``, on ``n_jobs`` threads."""
+        if self.n_jobs is None or effective_n_jobs(self.n_jobs) == 1 or len(docs) < 2:
+            return [func(doc) for doc in docs]
+        return Parallel(n_jobs=self.n_jobs, prefer="threads")(delayed(func)(doc) for doc in docs)
 
     def predict_marginals(self, X):
         """The LP relaxation's marginals of each document.
@@ -454,12 +468,12 @@ class StructuredSVMArgumentMiner(BaseEstimator):
             candidates in the order of ``link_pairs``.
         """
         check_is_fitted(self, "coef_")
-        out = []
-        for doc in self._check_predict(X):
-            graph = self._graph(doc)
-            result = ad3(graph.graph, *self._scores(doc, graph), **self._ad3_options())
-            out.append((result.variables[graph.prop_vars], result.variables[graph.link_vars]))
-        return out
+        return self._map(self._marginals_one, self._check_predict(X))
+
+    def _marginals_one(self, doc):
+        graph = self._graph(doc)
+        result = ad3(graph.graph, *self._scores(doc, graph), **self._ad3_options())
+        return result.variables[graph.prop_vars], result.variables[graph.link_vars]
 
     def _check_predict(self, X):
         docs = _check_documents(X)

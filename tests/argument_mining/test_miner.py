@@ -223,3 +223,15 @@ def test_bad_input_is_named():
         StructuredSVMArgumentMiner(strict_labels=("fact", "value")).fit(X, y)
     with pytest.raises(ValueError, match="second_order"):
         StructuredSVMArgumentMiner(second_order=("cousin",)).fit(X, y)
+
+
+def test_results_do_not_depend_on_n_jobs():
+    rng = np.random.RandomState(7)
+    X, y = _dataset(rng, n_docs=6)
+    one = StructuredSVMArgumentMiner(max_iter=3, random_state=0).fit(X, y)
+    two = clone(one).set_params(n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(one.coef_, two.coef_)
+    assert one.predict(X) == two.predict(X)
+    for (p1, l1), (p2, l2) in zip(one.predict_marginals(X), two.predict_marginals(X)):
+        np.testing.assert_array_equal(p1, p2)
+        np.testing.assert_array_equal(l1, l2)
