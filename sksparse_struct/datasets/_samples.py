@@ -1,10 +1,10 @@
 """Loaders for the small data samples shipped inside the package."""
 
-import gzip
 import importlib.resources
 import json
 
 from ._cdcp import SUFFIXES, cdcp_document
+from ._compression import gunzip_if_compressed
 from ._conllu import read_conllu_binary, words_and_tags
 
 __all__ = ["load_cdcp_sample", "load_ewt_sample"]
@@ -145,7 +145,8 @@ def load_cdcp_sample(*, merge_nested=True, transitive_closure=True, annotations=
             raise ValueError(f"{name} must be True or False; got {value!r}")
     resource = importlib.resources.files(__package__) / "data" / CDCP_SAMPLE_FILE
     with resource.open("rb") as f:
-        bundle = json.loads(gzip.decompress(f.read()).decode("utf-8"))
+        data = gunzip_if_compressed(f.read(), f"sksparse_struct/datasets/data/{CDCP_SAMPLE_FILE}")
+    bundle = json.loads(data.decode("utf-8"))
     out = []
     for split in ("train", "test"):
         X, y = [], []
