@@ -50,7 +50,9 @@ def test_the_test_extra_installs_what_the_tests_import():
         for module in re.findall(r"importorskip\(\s*[\"']([\w.]+)[\"']", path.read_text()):
             if module == "pandas" or module.startswith("sksparse_struct"):
                 continue
-            assert installs.get(module, normalise(module)) in extra, (path.name, module)
+            assert installs.get(module, normalise(module)) in extra, (
+                f"{path.name} skips without {module!r}, which the test extra of setup.py "
+                "does not install: add it there, or write the test without it")
 
 
 EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.py"))
