@@ -30,7 +30,8 @@ setup(
         "joblib",
     ],
     extras_require={
-        "test": ["pytest", "hypothesis"],
+        # PyLBFGS: the liblbfgs binding that the L-BFGS tests compare with.
+        "test": ["pytest", "hypothesis", "PyLBFGS"],
         "benchmark": ["entmax", "torch", "sklearn-crfsuite", "networkx"],
         "doc": ["sphinx", "numpydoc", "matplotlib"],
         "examples": ["matplotlib"],

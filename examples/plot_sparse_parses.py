@@ -3,8 +3,8 @@
 The script trains :class:`sksparse_struct.SparseMAPParser` with the
 margin-SparseMAP loss (Def. 6.3 of V. Niculae's 2018 PhD thesis; the best
 loss on English in its Table 6.1) on the training split of the bundled
-sample of the UD English Web Treebank (360 sentences, read with
-:func:`sksparse_struct.datasets.read_conllu` from the package's data files),
+sample of the UD English Web Treebank (360 sentences, loaded with
+``sksparse_struct.datasets.load_ewt_sample(..., target="tree")``),
 reports its attachment scores on the test split (100 sentences) and how
 sparse its SparseMAP distributions are (thesis Fig. 6.1: trees in the
 support, candidate heads per word). Then, for one ambiguous test sentence, it
@@ -46,12 +46,11 @@ import argparse
 import os
 import sys
 import time
-from importlib.resources import files
 
 import numpy as np
 
 from sksparse_struct import SparseMAPParser
-from sksparse_struct.datasets import read_conllu
+from sksparse_struct.datasets import load_ewt_sample
 from sksparse_struct.metrics import attachment_report
 from sksparse_struct.structures import DependencyTree
 
@@ -64,11 +63,8 @@ MIN_TREES, MAX_TREES = 2, 5
 
 def load_sample(subset):
     """Words, heads and relations of a split of the bundled EWT sample."""
-    # The CoNLL-U file itself, through importlib.resources so that it is found
-    # however the package is installed.
-    resource = files("sksparse_struct.datasets") / "data" / f"en_ewt-ud-{subset}-sample.conllu.gz"
-    with resource.open("rb") as f:
-        return read_conllu(f, return_deprel=True)
+    X, y = load_ewt_sample(subset, return_X_y=True, target="tree")
+    return X, [heads for heads, _ in y], [deprels for _, deprels in y]
 
 
 def train(X_train, heads_train, deprels_train):

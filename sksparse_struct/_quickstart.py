@@ -14,15 +14,13 @@ pieces can be tested and reused; only :func:`main` prints.
 """
 
 import argparse
-import importlib.resources
 import time
 
 import numpy as np
 from sklearn.feature_extraction import DictVectorizer
 
-from .datasets import load_ewt_sample, read_conllu
+from .datasets import load_ewt_sample
 from .datasets._conllu import words_and_tags
-from .datasets._samples import EWT_SAMPLE_FILES
 from .linear_model import FenchelYoungClassifier
 from .metrics import attachment_report, flat_accuracy_score
 from .parsing import SparseMAPParser
@@ -263,18 +261,6 @@ def run(losses=DEFAULT_LOSSES, alpha=DEFAULT_ALPHA, sentence=DEFAULT_SENTENCE,
     return results
 
 
-def load_treebank(subset):
-    """Sentences, heads and relations of a split of the bundled EWT sample.
-
-    The token dicts are those of :func:`~sksparse_struct.datasets.read_conllu`
-    (FEATS as a string), which the parser reads.
-    """
-    name = EWT_SAMPLE_FILES[subset]
-    resource = importlib.resources.files("sksparse_struct.datasets") / "data" / name
-    with resource.open("rb") as f:
-        return read_conllu(f, return_deprel=True)
-
-
 def run_parser(loss=DEFAULT_PARSER_LOSS, max_iter=DEFAULT_PARSER_EPOCHS,
                sentence=DEFAULT_SENTENCE):
     """Train a dependency parser on the EWT sample and score it on the test split.
@@ -299,11 +285,14 @@ def run_parser(loss=DEFAULT_PARSER_LOSS, max_iter=DEFAULT_PARSER_EPOCHS,
         ``(probability, number of words with the right head)`` pairs, most
         probable first, and its number of words ``example_words``.
     """
-    X_train, heads_train, deprels_train = load_treebank("train")
-    X_test, heads_test, deprels_test = load_treebank("test")
+    # Token dicts, and (heads, relation labels) pairs.
+    X_train, y_train = load_ewt_sample("train", return_X_y=True, target="tree")
+    X_test, y_test = load_ewt_sample("test", return_X_y=True, target="tree")
+    heads_test = [heads for heads, _ in y_test]
+    deprels_test = [deprels for _, deprels in y_test]
     model = SparseMAPParser(loss=loss, max_iter=max_iter, random_state=0)
     start = time.perf_counter()
-    model.fit(X_train, list(zip(heads_train, deprels_train)))
+    model.fit(X_train, y_train)
     fit_seconds = time.perf_counter() - start
     heads_pred, deprels_pred = model.predict(X_test, return_deprel=True)
     report = attachment_report(heads_test, heads_pred, deprels_test, deprels_pred)

@@ -2,6 +2,8 @@
 
 import gzip
 import pickle
+import re
+import zlib
 
 import pytest
 from hypothesis import given
@@ -208,6 +210,15 @@ def test_round_trip(sentence_list):
     ([token_line(1, feats="Number=Sing|")], 1, "FEATS item ''"),
     ([token_line(1, feats="Number=Sing|Number=Plur")], 1, "feature 'Number' is given twice"),
     ([token_line(1, deprel="")], 1, "column DEPREL is empty"),
+    # CoNLL-U allows spaces only in FORM, LEMMA and MISC
+    ([WORD, token_line(2, head=1, deprel="adv mod")], 2,
+     ("DEPREL 'adv mod' of word 2 contains a space; CoNLL-U allows spaces only in FORM, "
+      "LEMMA and MISC")),
+    ([WORD.replace("\tUH\t", "\tU H\t")], 1, "XPOS 'U H' of word 1 contains a space"),
+    ([WORD.replace("0:root", "0:ro\u00a0ot")], 1, "DEPS '0:ro\\xa0ot' of word 1 contains a space"),
+    # heads too large for any integer type are out of range like the others
+    ([WORD, token_line(2, head=2**63)], 2,
+     f"HEAD {2**63} of word 2 is out of range: the sentence has 2 words"),
     (["1\t\thi\tINTJ\tUH\t_\t0\troot\t_\t_"], 1, "column FORM is empty"),
     # sentence structure
     ([WORD, "# late comment"], 2, "comment line after the token lines"),
@@ -278,6 +289,42 @@ def test_a_stray_carriage_return_is_not_a_line_break(tmp_path):
     path = tmp_path / "cr.conllu"
     path.write_bytes(b"1\tHi\rthere\thi\tINTJ\tUH\t_\t0\troot\t_\t_\n")
     assert read_conllu_sentences(path)[0][0]["form"] == "Hi\rthere"
+
+
+def broken_gzip_files(tmp_path, text):
+    """A truncated and a corrupt copy of ``text`` gzipped, and the line before the damage."""
+    packed = gzip.compress(text.encode(), mtime=0)
+    truncated = tmp_path / "truncated.conllu.gz"
+    truncated.write_bytes(packed[:len(packed) // 2])
+    # The CRC of the trailer: every line decompresses, the check fails.
+    corrupt = tmp_path / "crc.conllu.gz"
+    corrupt.write_bytes(packed[:-8] + bytes(b ^ 0xFF for b in packed[-8:-4]) + packed[-4:])
+    n_lines = text.count("\n")
+    # Independently: the lines that a streaming decompressor gives before
+    # the truncated file ends.
+    inflater = zlib.decompressobj(wbits=31)
+    n_truncated = inflater.decompress(packed[:len(packed) // 2]).count(b"\n")
+    return [(truncated, "the compressed data end too early", n_truncated),
+            (corrupt, "corrupt gzip data", n_lines)]
+
+
+def test_broken_gzip_files_name_the_file_and_line(tmp_path):
+    text = "\n".join(token_line(1) if k % 3 == 0 else "" if k % 3 == 2 else
+                     token_line(2, head=1) for k in range(3000)) + "\n"
+    for path, problem, n_lines in broken_gzip_files(tmp_path, text):
+        assert 0 < n_lines <= text.count("\n")
+        with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}: not a readable gzip "
+                           rf"file: {problem}.*, after line {n_lines} of the decompressed"):
+            read_conllu_sentences(path)
+    # Damage right after the header: no line could be read.
+    path = tmp_path / "empty.conllu.gz"
+    path.write_bytes(gzip.compress(b"")[:12])
+    with pytest.raises(ValueError, match=r"end too early.*before the first line"):
+        read_conllu_sentences(path)
+    path.write_bytes(b"\x1f\x8b\x09" + gzip.compress(b"x")[3:])  # unknown method
+    with pytest.raises(ValueError, match=r"empty\.conllu\.gz: not a readable gzip file: "
+                       r"corrupt gzip data \(Unknown compression method\)"):
+        read_conllu_sentences(path)
 
 
 def test_missing_file(tmp_path):

@@ -3,13 +3,15 @@
 import gzip
 import hashlib
 import importlib.resources
+import io
 import pickle
 import re
 
+import numpy as np
 import pytest
 
-from sksparse_struct.datasets import load_ewt_sample
-from sksparse_struct.datasets._conllu import UPOS_TAGS, Sentence
+from sksparse_struct.datasets import load_ewt_sample, write_conllu
+from sksparse_struct.datasets._conllu import UPOS_TAGS, Sentence, parse_conllu
 from sksparse_struct.datasets._samples import EWT_SAMPLE_FILES
 
 N_SENTENCES = {"train": 360, "test": 100}
@@ -165,6 +167,61 @@ def test_return_X_y(subset):
         assert words == [t["form"] for t in sentence]
         assert tags == [t["upos"] for t in sentence]
         assert all(isinstance(w, str) for w in words)
+
+
+@pytest.mark.parametrize("subset", ["train", "test"])
+def test_tree_targets(subset):
+    # What a parser fits on: token dicts as read_conllu gives them and
+    # (heads, deprels) pairs; the same sentences as the full annotation.
+    sentences = load_ewt_sample(subset)
+    X, y = load_ewt_sample(subset, return_X_y=True, target="tree")
+    assert len(X) == len(y) == len(sentences)
+    for tokens, (heads, deprels), sentence in zip(X, y, sentences):
+        assert heads.dtype == np.int64 and heads.tolist() == [t["head"] for t in sentence]
+        assert deprels == [t["deprel"] for t in sentence]
+        for token, full in zip(tokens, sentence, strict=True):
+            assert set(token) == {"form", "lemma", "upos", "xpos", "feats"}
+            assert all(token[k] == full[k] for k in ("form", "lemma", "upos", "xpos"))
+            # FEATS as written in the file (the dict keeps the file's order).
+            assert token["feats"] == ("|".join(f"{k}={v}" for k, v in full["feats"].items())
+                                      or "_")
+
+
+def test_tree_targets_fit_a_parser():
+    from sksparse_struct.parsing import SparseMAPParser
+
+    X, y = load_ewt_sample("test", return_X_y=True, target="tree")
+    parser = SparseMAPParser(loss="perceptron", max_iter=1, random_state=0).fit(X[:20], y[:20])
+    heads, deprels = parser.predict(X[:3], return_deprel=True)
+    assert [len(h) for h in heads] == [len(d) for d in deprels] == [len(s) for s in X[:3]]
+
+
+@pytest.mark.parametrize("subset", ["train", "test"])
+def test_sample_round_trips_through_write_conllu(subset):
+    # The sentences (FEATS as dicts) can be written back and read again.
+    sentences = load_ewt_sample(subset)
+    heads = [[t["head"] for t in s] for s in sentences]
+    deprels = [[t["deprel"] for t in s] for s in sentences]
+    text = write_conllu(io.StringIO(), sentences, heads, deprels,
+                        comments=[s.comments for s in sentences]).getvalue()
+    again = parse_conllu(text.splitlines())
+    assert again == sentences
+    assert [s.comments for s in again] == [s.comments for s in sentences]
+    assert [s.metadata for s in again] == [s.metadata for s in sentences]
+    # Line for line the bundled file, but for what the token dicts do not
+    # hold: multiword-token lines, DEPS and MISC.
+    bundled = [line.split("\t") for line in bundled_bytes(subset).decode().split("\n")]
+    bundled = [cols[:8] for cols in bundled if len(cols) != 10 or "-" not in cols[0]]
+    written = [line.split("\t")[:8] for line in text.split("\n")]
+    assert written == bundled
+
+
+def test_bad_target():
+    with pytest.raises(ValueError, match=r"target must be 'upos' or 'tree'; got 'heads'"):
+        load_ewt_sample("train", return_X_y=True, target="heads")
+    with pytest.raises(ValueError, match=r"target='tree' says what y holds: pass "
+                       r"return_X_y=True too"):
+        load_ewt_sample("train", target="tree")
 
 
 def test_each_call_returns_fresh_objects():

@@ -268,20 +268,6 @@ def test_format_report_with_the_tagger():
     assert all(len(line) <= 80 for line in lines[:-3])
 
 
-def test_load_treebank_matches_the_sample_loader():
-    # The parser's data (read_conllu on the bundled files) and the tagger's
-    # (load_ewt_sample) are the same sentences.
-    for subset in ("train", "test"):
-        X, heads, deprels = _quickstart.load_treebank(subset)
-        sentences = load_ewt_sample(subset)
-        assert len(X) == len(heads) == len(deprels) == len(sentences)
-        for x, h, d, s in zip(X, heads, deprels, sentences):
-            assert [t["form"] for t in x] == [t["form"] for t in s]
-            assert h.tolist() == [t["head"] for t in s]
-            assert d == [t["deprel"] for t in s]
-            assert all(isinstance(t["feats"], str) for t in x)
-
-
 def test_format_report_with_the_parser():
     results = _fake_results_with_tagger()
     results["parser"] = {

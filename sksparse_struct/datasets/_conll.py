@@ -6,12 +6,12 @@ the list of label sequences. Malformed input raises ``ValueError`` naming
 the file and the line.
 """
 
-import gzip
 import os
 import re
 
 import numpy as np
 
+from ._compression import gunzip_if_compressed
 from ._conllu import parse_conllu
 
 __all__ = ["read_conll"]
@@ -89,8 +89,7 @@ def _read_text(path, source, encoding):
             f"{source}: reading the file object returned "
             f"{type(data).__name__}, not str or bytes."
         )
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
+    data = gunzip_if_compressed(data, source)
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
@@ -331,8 +330,8 @@ def read_conll(path, columns=("word", "pos", "chunk"), label="chunk", *, format=
     ValueError
         On a bad argument, or on malformed input, naming the file and the
         1-based line number: a token line whose number of fields is not
-        ``len(columns)``, text that is not valid in ``encoding``, or any
-        CoNLL-U error of the strict parser.
+        ``len(columns)``, text that is not valid in ``encoding``, truncated
+        or corrupt gzip data, or any CoNLL-U error of the strict parser.
 
     Examples
     --------

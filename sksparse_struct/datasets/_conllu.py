@@ -12,11 +12,11 @@ shape error in an estimator.
 The format: https://universaldependencies.org/format.html
 """
 
-import gzip
 import io
 import os
 import re
 
+from ._compression import gunzip_if_compressed
 
 __all__ = ["UPOS_TAGS", "Sentence", "feats_error", "parse_conllu", "parse_treebank",
            "read_conllu_sentences", "words_and_tags"]
@@ -36,6 +36,10 @@ _RANGE_ID = re.compile(r"([1-9][0-9]*)-([1-9][0-9]*)")
 _EMPTY_ID = re.compile(r"(0|[1-9][0-9]*)\.[1-9][0-9]*")
 _HEAD = re.compile(r"0|[1-9][0-9]*")
 _FEATURE = re.compile(r"[A-Za-z0-9\[\]]+=[A-Za-z0-9,]+")
+# CoNLL-U allows spaces only in FORM, LEMMA and MISC; of the other columns,
+# ID, UPOS, FEATS and HEAD have stricter checks of their own.
+_SPACE = re.compile(r"\s")
+_NO_SPACE_COLUMNS = (4, 7, 8)  # XPOS, DEPREL, DEPS
 
 
 class Sentence(list):
@@ -83,6 +87,13 @@ def _parse_feats(text, source, lineno):
     return feats
 
 
+def _check_no_space(cols, word_id, source, lineno):
+    for k in _NO_SPACE_COLUMNS:
+        if _SPACE.search(cols[k]):
+            _fail(source, lineno, f"{_COLUMNS[k]} {cols[k]!r} of word {word_id} contains "
+                  "a space; CoNLL-U allows spaces only in FORM, LEMMA and MISC")
+
+
 def _parse_word(cols, expected_id, source, lineno):
     """Token dict of a word line whose ID column is a positive integer."""
     word_id = int(cols[0])
@@ -95,6 +106,7 @@ def _parse_word(cols, expected_id, source, lineno):
     if cols[3] not in _UPOS_SET and cols[3] != "_":
         _fail(source, lineno, f"UPOS {cols[3]!r} of word {word_id} is not one "
               "of the 17 universal POS tags")
+    _check_no_space(cols, word_id, source, lineno)
     return {
         "id": word_id,
         "form": cols[1],
@@ -147,8 +159,9 @@ def parse_conllu(lines, source="<string>"):
         column, an ID that is not an integer, a range or an empty node, word
         IDs not numbered 1, 2, 3, ..., a HEAD that is not an integer or
         points outside the sentence or to the word itself, an unknown UPOS
-        tag, malformed FEATS, a comment after the first token line of a
-        sentence, or a sentence without words.
+        tag, malformed FEATS, a space in XPOS, DEPREL or DEPS (CoNLL-U
+        allows spaces only in FORM, LEMMA and MISC), a comment after the
+        first token line of a sentence, or a sentence without words.
 
     Examples
     --------
@@ -244,7 +257,9 @@ def read_conllu_sentences(path):
     Raises
     ------
     ValueError
-        On malformed input or invalid UTF-8, naming the file and the line.
+        On malformed input or invalid UTF-8, naming the file and the line;
+        on truncated or corrupt gzip data, naming the file and the last
+        line that could be decompressed.
     """
     source = os.fspath(path)
     with open(path, "rb") as f:
@@ -257,9 +272,7 @@ def read_conllu_binary(fileobj, source):
     Split out of :func:`read_conllu_sentences` so that package resources,
     which need not be plain files, are read the same way as paths.
     """
-    data = fileobj.read()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
+    data = gunzip_if_compressed(fileobj.read(), source)
     # Iterating a BytesIO splits on b"\n" only, so a stray "\r" inside a
     # line is not taken for a line break.
     return parse_conllu(_decoded_lines(io.BytesIO(data), source), source)
@@ -395,9 +408,16 @@ def _parse_block_lines(lines, first_line, source, seen_feats):
                 _fail(source, lineno, f"HEAD {cols[6]!r} of word {n_words + 1} is "
                       "not a non-negative integer")
             head = int(cols[6])
+            if head > len(lines):
+                # Out of range for sure (and perhaps too large for an int64):
+                # report it here, as the tree check would.
+                n = sum(1 for other in lines if _WORD_ID.fullmatch(other.partition("\t")[0]))
+                _fail(source, lineno, f"HEAD {head} of word {n_words + 1} is out of "
+                      f"range: the sentence has {n} words")
         if cols[3] not in _UPOS_OR_BLANK:
             _fail(source, lineno, f"UPOS {cols[3]!r} of word {n_words + 1} is not "
                   "one of the 17 universal POS tags")
+        _check_no_space(cols, n_words + 1, source, lineno)
         feats = cols[5]
         if feats not in seen_feats:
             problem = feats_error(feats)
@@ -461,6 +481,9 @@ def _parse_block_fast(lines, seen_feats, may_have_empty_column=True):
         if multiword and multiword[-1][1] > len(words):
             return None
     if not _UPOS_OR_BLANK.issuperset(cols[3]):
+        return None
+    # Joined, the columns have a space if and only if one of their fields has.
+    if _SPACE.search("".join(cols[4] + cols[7] + cols[8])):
         return None
     if not seen_feats.issuperset(cols[5]):
         new = set(cols[5]).difference(seen_feats)

@@ -1,11 +1,12 @@
 """Loaders for the small data samples shipped inside the package."""
 
-import gzip
 import importlib.resources
 import json
 
 from ._cdcp import SUFFIXES, cdcp_document
+from ._compression import gunzip_if_compressed
 from ._conllu import read_conllu_binary, words_and_tags
+from ._treebank import read_conllu
 
 __all__ = ["load_cdcp_sample", "load_ewt_sample"]
 
@@ -17,7 +18,7 @@ EWT_SAMPLE_FILES = {
 }
 
 
-def load_ewt_sample(subset="train", *, return_X_y=False):
+def load_ewt_sample(subset="train", *, return_X_y=False, target="upos"):
     """Load the bundled sample of the UD English Web Treebank.
 
     A slice of the Universal Dependencies English Web Treebank (UD_English-EWT
@@ -43,8 +44,13 @@ def load_ewt_sample(subset="train", *, return_X_y=False):
     subset : {"train", "test"}, default="train"
         Which slice to load.
     return_X_y : bool, default=False
-        If True, return the word forms and UPOS tags of each sentence
+        If True, return ``(X, y)`` for a tagger or a parser (see ``target``)
         instead of the full annotation.
+    target : {"upos", "tree"}, default="upos"
+        What ``(X, y)`` holds when ``return_X_y=True``: ``"upos"`` the words
+        and universal POS tags of each sentence, for a tagger; ``"tree"``
+        the token dicts and dependency trees, for a parser (what
+        :class:`~sksparse_struct.SparseMAPParser` fits on).
 
     Returns
     -------
@@ -57,9 +63,16 @@ def load_ewt_sample(subset="train", *, return_X_y=False):
         to values, and ``comments`` holds the raw comment lines. Every call
         returns new objects.
     (X, y) : tuple of two lists of lists of str
-        When ``return_X_y=True``: ``X[i]`` the words of sentence ``i`` and
-        ``y[i]`` their universal POS tags (17 tags: ``ADJ``, ``ADP``, ...,
-        ``X``).
+        When ``return_X_y=True`` and ``target="upos"``: ``X[i]`` the words
+        of sentence ``i`` and ``y[i]`` their universal POS tags (17 tags:
+        ``ADJ``, ``ADP``, ..., ``X``).
+    (X, y) : tuple of two lists
+        When ``return_X_y=True`` and ``target="tree"``: ``X[i]`` the words of
+        sentence ``i`` as token dicts with the keys ``form``, ``lemma``,
+        ``upos``, ``xpos`` and ``feats`` (as :func:`read_conllu` gives them:
+        FEATS as the file's string), and ``y[i] = (heads, deprels)``: an
+        int64 array with the head of each word (0 for the root) and the
+        list of its relation labels.
 
     Examples
     --------
@@ -72,17 +85,34 @@ def load_ewt_sample(subset="train", *, return_X_y=False):
     >>> X, y = load_ewt_sample("train", return_X_y=True)
     >>> len(X), sum(len(words) for words in X)
     (360, 5684)
+
+    For a parser:
+
+    >>> X, y = load_ewt_sample("test", return_X_y=True, target="tree")
+    >>> X[75][0]
+    {'form': 'Dessert', 'lemma': 'dessert', 'upos': 'NOUN', 'xpos': 'NN', 'feats': 'Number=Sing'}
+    >>> heads, deprels = y[75]
+    >>> [t["form"] for t in X[75]], heads.tolist(), deprels
+    (['Dessert', 'was', 'good', '.'], [3, 3, 0, 3], ['nsubj', 'cop', 'root', 'punct'])
     """
     if not isinstance(subset, str) or subset not in EWT_SAMPLE_FILES:
         raise ValueError(f"subset must be 'train' or 'test'; got {subset!r}")
     if not isinstance(return_X_y, bool):
         raise ValueError(f"return_X_y must be True or False; got {return_X_y!r}")
+    if not isinstance(target, str) or target not in ("upos", "tree"):
+        raise ValueError(f"target must be 'upos' or 'tree'; got {target!r}")
+    if target != "upos" and not return_X_y:
+        raise ValueError(f"target={target!r} says what y holds: pass return_X_y=True too")
     name = EWT_SAMPLE_FILES[subset]
+    source = f"sksparse_struct/datasets/data/{name}"
     # importlib.resources rather than __file__, so that the data are found
     # wherever and however the package is installed (wheel, zip, editable).
     resource = importlib.resources.files(__package__) / "data" / name
     with resource.open("rb") as f:
-        sentences = read_conllu_binary(f, f"sksparse_struct/datasets/data/{name}")
+        if target == "tree":
+            X, heads, deprels = read_conllu(f, return_deprel=True)
+            return X, list(zip(heads, deprels))
+        sentences = read_conllu_binary(f, source)
     if return_X_y:
         return words_and_tags(sentences, tag="upos")
     return sentences
@@ -145,7 +175,8 @@ def load_cdcp_sample(*, merge_nested=True, transitive_closure=True, annotations=
             raise ValueError(f"{name} must be True or False; got {value!r}")
     resource = importlib.resources.files(__package__) / "data" / CDCP_SAMPLE_FILE
     with resource.open("rb") as f:
-        bundle = json.loads(gzip.decompress(f.read()).decode("utf-8"))
+        data = gunzip_if_compressed(f.read(), f"sksparse_struct/datasets/data/{CDCP_SAMPLE_FILE}")
+    bundle = json.loads(data.decode("utf-8"))
     out = []
     for split in ("train", "test"):
         X, y = [], []

@@ -18,12 +18,20 @@ import numpy as np
 
 from ..utils import first_bad_tree, tree_error
 from ._conll import _read_text, _source_name
-from ._conllu import _UPOS_OR_BLANK, feats_error, parse_treebank, sentence_word_lines
+from ._conllu import (
+    _SPACE,
+    _UPOS_OR_BLANK,
+    feats_error,
+    parse_treebank,
+    sentence_word_lines,
+)
 
 __all__ = ["read_conllu", "write_conllu"]
 
 # The token-dict keys written to, and read from, the columns FORM..FEATS.
 _TOKEN_KEYS = ("form", "lemma", "upos", "xpos", "feats")
+_COLUMN_NAMES = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS",
+                 "MISC")
 
 
 def _check_bool(value, name):
@@ -109,8 +117,11 @@ def read_conllu(path, *, return_deprel=False, return_metadata=False,
         unknown UPOS tag; malformed FEATS; a sentence with no word attached
         to the root; heads forming a cycle (the words of the cycle are
         listed); with ``single_root``, two or more words attached to the
-        root (all listed); a comment inside a sentence; comments not
-        followed by a sentence; text not in ``encoding``.
+        root (all listed); a space in XPOS, DEPREL or DEPS (CoNLL-U allows
+        spaces only in FORM, LEMMA and MISC); a comment inside a sentence;
+        comments not followed by a sentence; text not in ``encoding``; a
+        truncated or corrupt gzip file (naming the last line that could be
+        decompressed).
 
     See Also
     --------
@@ -187,7 +198,32 @@ def _check_field(value, what):
         raise ValueError(f"{what} is empty; write '_' for an unspecified field.")
     if "\t" in value or "\n" in value or "\r" in value:
         raise ValueError(f"{what} contains a tab or a line break: {value!r}.")
+    _check_encodable(value, what)
     return value
+
+
+def _check_encodable(value, what):
+    # A str fails to encode as UTF-8 only when it holds a lone surrogate
+    # (e.g. from bytes decoded with errors="surrogateescape").
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"{what} cannot be written as UTF-8: {value!r} holds the lone "
+                             f"surrogate U+{ord(value[exc.start]):04X}.") from None
+
+
+def _feats_string(feats, what):
+    """A FEATS dict (as load_ewt_sample gives them) as CoNLL-U's string.
+
+    Sorted by name, ignoring case, as the CoNLL-U format asks.
+    """
+    for name, value in feats.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise ValueError(f"{what}: a FEATS dict must map str names to str values; "
+                             f"got {name!r}: {value!r}.")
+    items = sorted(feats.items(), key=lambda item: (item[0].lower(), item[0]))
+    return "|".join(f"{name}={value}" for name, value in items) or "_"
 
 
 def _check_column(values, what, checked):
@@ -217,8 +253,12 @@ def _sentence_columns(sentence, i, checked, checked_feats):
     columns = []
     for key in _TOKEN_KEYS + ("misc",):
         column = [token.get(key, "_") for token in sentence]
+        if key == "feats":
+            column = [_feats_string(v, f"sentence {i + 1}, word {j + 1}")
+                      if isinstance(v, dict) else v for j, v in enumerate(column)]
         _check_column(column, f"sentence {i + 1}, word {{}}: {key!r}", checked)
         columns.append(column)
+    _check_no_space(columns[3], f"sentence {i + 1}, word {{}}: 'xpos'")
     if not _UPOS_OR_BLANK.issuperset(columns[2]):
         j, upos = next((j, u) for j, u in enumerate(columns[2]) if u not in _UPOS_OR_BLANK)
         raise ValueError(f"sentence {i + 1}, word {j + 1}: upos {upos!r} is not one "
@@ -232,14 +272,35 @@ def _sentence_columns(sentence, i, checked, checked_feats):
     return columns
 
 
+def _check_no_space(values, what):
+    """CoNLL-U allows spaces only in FORM, LEMMA and MISC."""
+    if _SPACE.search("".join(values)):
+        j, value = next((j, v) for j, v in enumerate(values) if _SPACE.search(v))
+        raise ValueError(f"{what.format(j + 1)} contains a space: {value!r}; CoNLL-U "
+                         "allows spaces only in FORM, LEMMA and MISC.")
+
+
 def _check_heads(h, n_words, i):
     arr = np.asarray(h)
     if arr.ndim != 1 or arr.shape[0] != n_words:
         raise ValueError(f"heads[{i}] (sentence {i + 1}) must be a vector of "
                          f"{n_words} heads, one per word of X[{i}]; got shape {arr.shape}.")
+    if arr.dtype == object and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                                   for v in arr):
+        # Python ints too large for int64 (those that fit give an integer array).
+        j = next((j for j, v in enumerate(arr) if not 0 <= v <= n_words), None)
+        if j is not None:
+            raise ValueError(f"sentence {i + 1}: heads[{i}] is not a tree: HEAD {arr[j]} "
+                             f"of word {j + 1} is out of range: the sentence has {n_words} "
+                             "words")
     if n_words and not np.issubdtype(arr.dtype, np.integer):
         raise ValueError(f"heads[{i}] (sentence {i + 1}) must hold integer head "
                          f"indices; got dtype {arr.dtype}.")
+    if arr.dtype == np.uint64 and n_words and arr.max() > n_words:
+        # Would wrap around to negative numbers as int64.
+        j = int(np.argmax(arr > n_words))
+        raise ValueError(f"sentence {i + 1}: heads[{i}] is not a tree: HEAD {arr[j]} of "
+                         f"word {j + 1} is out of range: the sentence has {n_words} words")
     return arr.astype(np.int64, copy=False)
 
 
@@ -263,6 +324,7 @@ def _comment_lines(entry, i):
     for line in lines:
         if "\n" in line or "\r" in line:
             raise ValueError(f"comments[{i}]: comment {line!r} contains a line break.")
+        _check_encodable(line, f"comments[{i}]: comment")
     return lines
 
 
@@ -326,8 +388,13 @@ def write_conllu(path, X, heads, deprels=None, *, comments=None, multiword=None,
         sentence's heads or deprels are not one per word; non-integer heads;
         heads that are not a tree (out of range, a word its own head, no
         root, a cycle, several roots with ``single_root``); a field that is
-        not a non-empty string free of tabs and line breaks; an unknown UPOS
-        tag or malformed FEATS (which :func:`read_conllu` would reject).
+        not a non-empty string free of tabs and line breaks, or that UTF-8
+        cannot encode (a lone surrogate); a space in XPOS or DEPREL (CoNLL-U
+        allows spaces only in FORM, LEMMA and MISC); an unknown UPOS tag or
+        malformed FEATS (which :func:`read_conllu` would reject); for a
+        text file object opened with another encoding than UTF-8, a
+        character that encoding cannot encode (naming the sentence, word
+        and column).
 
     See Also
     --------
@@ -386,6 +453,7 @@ def write_conllu(path, X, heads, deprels=None, *, comments=None, multiword=None,
                 raise ValueError(f"deprels[{i}] (sentence {i + 1}) must hold one "
                                  f"label per word ({lengths[i]}); got {got}.")
             _check_column(list(labels), f"sentence {i + 1}, word {{}}: deprel", checked)
+            _check_no_space(list(labels), f"sentence {i + 1}, word {{}}: deprel")
     ranges = [None if multiword is None else _check_multiword(multiword[i], int(lengths[i]), i)
               for i in range(n_sent)]
     out = []
@@ -464,8 +532,12 @@ def _write_text(path, text):
     if hasattr(path, "write"):
         if isinstance(path, (io.RawIOBase, io.BufferedIOBase)):
             path.write(text.encode("utf-8"))
-        else:
+            return
+        try:
             path.write(text)
+        except UnicodeEncodeError as exc:
+            # A text file opened with another encoding than UTF-8.
+            raise ValueError(_encoding_error(text, _source_name(path), exc.encoding)) from None
         return
     data = text.encode("utf-8")
     if os.fspath(path).lower().endswith(".gz"):
@@ -473,3 +545,32 @@ def _write_text(path, text):
         data = gzip.compress(data, mtime=0)
     with open(path, "wb") as f:
         f.write(data)
+
+
+def _encoding_error(text, source, encoding):
+    """Where the first character that ``encoding`` cannot encode is, in words."""
+    sentence = 1
+    for line in text.split("\n"):
+        if not line:
+            sentence += 1
+            continue
+        try:
+            line.encode(encoding)
+            continue
+        except UnicodeEncodeError as exc:
+            char = line[exc.start]
+        except LookupError:
+            break
+        if line.startswith("#"):
+            where = f"sentence {sentence}: comment {line!r}"
+        else:
+            cols = line.split("\t")
+            column = next(k for k, col in enumerate(cols) if char in col)
+            kind = "multiword token" if "-" in cols[0] else "word"
+            where = (f"sentence {sentence}, {kind} {cols[0]}: {_COLUMN_NAMES[column]} "
+                     f"{cols[column]!r}")
+        return (f"{source}: {where} holds {char!r}, which the file's encoding "
+                f"{encoding!r} cannot encode; open the file with encoding='utf-8' "
+                "(CoNLL-U files are UTF-8).")
+    return (f"{source}: the text cannot be encoded in the file's encoding {encoding!r}; "
+            "open the file with encoding='utf-8' (CoNLL-U files are UTF-8).")

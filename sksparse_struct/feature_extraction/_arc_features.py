@@ -137,8 +137,12 @@ class ArcFeatures(TransformerMixin, BaseEstimator):
     Missing lemmas (``"_"``) fall back to the lower-cased form, a missing
     XPOS to the UPOS. Input sentences are lists of token dicts with at
     least a ``"form"`` key (``"lemma"``, ``"upos"``, ``"xpos"``, ``"feats"``
-    used when present; ``"feats"`` as CoNLL-U's string or a dict), as :func:`~sksparse_struct.datasets.read_conllu`
+    used when present), as :func:`~sksparse_struct.datasets.read_conllu`
     returns them, or lists of ``(form, upos)`` pairs, or lists of words.
+    ``"feats"`` may be CoNLL-U's string (``"Number=Sing|Person=3"``) or a
+    dict (``{"Number": "Sing", "Person": "3"}``, as
+    :func:`~sksparse_struct.datasets.load_ewt_sample` gives them): both
+    encode alike, whatever the order of the items.
 
     Examples
     --------
@@ -289,6 +293,28 @@ class ArcFeatures(TransformerMixin, BaseEstimator):
         return out[:k].copy()
 
 
+def _canonical_feats(feats):
+    """FEATS as one string, the same for a dict and for CoNLL-U's string.
+
+    ``Name=Value`` items sorted by name (code point order), joined by ``|``
+    (``"_"`` when empty): the order of the items does not matter, so
+    ``{"Number": "Sing", "NumForm": "Word"}`` (as ``load_ewt_sample`` gives
+    them) and ``"Number=Sing|NumForm=Word"`` (as ``read_conllu`` gives
+    them, sorted ignoring case) hash alike. A string that is not a list of
+    ``Name=Value`` items is left as it is.
+    """
+    if isinstance(feats, dict):
+        items = feats.items()
+    elif isinstance(feats, str) and not _missing(feats):
+        items = [item.split("=", 1) for item in feats.split("|")]
+        if any(len(item) != 2 for item in items):
+            return feats
+        items = [tuple(item) for item in items]
+    else:
+        return feats
+    return "|".join(f"{k}={v}" for k, v in sorted(items)) or "_"
+
+
 def _token_key(token):
     if isinstance(token, dict):
         return tuple(token.get(k) for k in _KEYS)
@@ -319,9 +345,7 @@ def _encode_token(token, i, j):
         raise ValueError(
             f"token {j} of sentence {i} has no string 'form' (got {form!r})."
         )
-    if isinstance(feats, dict):
-        # As load_ewt_sample and other readers give them: back to CoNLL-U's form.
-        feats = "|".join(f"{k}={v}" for k, v in sorted(feats.items())) or "_"
+    feats = _canonical_feats(feats)
     for name, value in (("lemma", lemma), ("upos", upos), ("xpos", xpos), ("feats", feats)):
         if value is not None and not isinstance(value, str):
             raise ValueError(

@@ -1,6 +1,8 @@
 """First-order dependency parser trained with SparseMAP, CRF, hinge or perceptron losses."""
 
+import os
 import sys
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -27,6 +29,41 @@ __all__ = ["SparseMAPParser"]
 # A mini-batch is cut into this many parts, each with its own gradient
 # buffer, merged in order: results do not depend on the number of threads.
 _BATCH_PARTS = 2
+# The token fields ArcFeatures reads besides the form.
+_TOKEN_FIELDS = ("lemma", "upos", "xpos", "feats")
+
+
+def _given_fields(X):
+    """The fields of ``_TOKEN_FIELDS`` that some token of ``X`` gives.
+
+    A field is given by a value other than ``None``, ``""`` or ``"_"``;
+    FEATS by any value but ``None`` (``"_"`` included: many sentences have
+    no features at all). ``None`` when ``X`` is already encoded.
+    """
+    given = set()
+    for sentence in X:
+        if isinstance(sentence, EncodedSentence):
+            return None
+        for token in sentence:
+            if isinstance(token, dict):
+                for name in _TOKEN_FIELDS:
+                    value = token.get(name)
+                    if value is not None and (name == "feats" or value not in ("", "_")):
+                        given.add(name)
+            elif isinstance(token, tuple) and len(token) == 2 and token[1] not in ("", "_"):
+                given.add("upos")
+        if len(given) == len(_TOKEN_FIELDS):
+            break
+    return tuple(name for name in _TOKEN_FIELDS if name in given)
+
+
+def _caller_stacklevel():
+    """The stacklevel of the first frame outside this package (for warnings)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class SparseMAPParser(BaseEstimator):
@@ -169,6 +206,13 @@ class SparseMAPParser(BaseEstimator):
     arc_filter_kept_ : float or None
         With ``arc_filter="tags"``: the fraction of the training sentences'
         candidate arcs the filter keeps.
+    token_fields_ : tuple of str or None
+        The token fields among ``"lemma"``, ``"upos"``, ``"xpos"`` and
+        ``"feats"`` that the training sentences give (for some word: a value
+        other than ``"_"``; any FEATS value, ``"_"`` included). Sentences
+        to parse that give none of one of them (e.g. forms without UPOS)
+        get a ``UserWarning``: the model was trained to rely on them. None
+        when fitted on encoded sentences, which are not checked.
 
     See Also
     --------
@@ -311,6 +355,8 @@ class SparseMAPParser(BaseEstimator):
             else:
                 encoder = self._encoder()
             encoded = encoder.fit_transform(X)
+            if fitted:
+                self._check_token_fields(X)
             preset, n_features = encoder.preset, int(encoder.n_features)
         if fitted and (preset, n_features) != (self.preset_, self.n_features_):
             raise ValueError(
@@ -320,6 +366,23 @@ class SparseMAPParser(BaseEstimator):
             )
         treebank, lengths = stack_sentences(encoded)
         return treebank, lengths, preset, n_features
+
+    def _check_token_fields(self, X):
+        """Warn when X lacks token fields the parser was trained with."""
+        trained = getattr(self, "token_fields_", None)
+        given = _given_fields(X)
+        if not trained or given is None or not X:
+            return
+        missing = [name for name in trained if name not in given]
+        if missing:
+            names = " and ".join(repr(name) for name in missing)
+            warnings.warn(
+                f"no word of X gives {names}, but the parser was trained with "
+                f"{'them' if len(missing) > 1 else 'it'}: missing values are read as "
+                "unspecified and the parses are much worse. Give the same token fields "
+                f"as at fit ({', '.join(repr(name) for name in trained)}), e.g. "
+                "part-of-speech tags from a tagger.",
+                UserWarning, stacklevel=_caller_stacklevel())
 
     def _targets(self, y, lengths, offsets):
         """Gold heads (stacked, -1 on root rows) and relation labels, checked."""
@@ -408,6 +471,7 @@ class SparseMAPParser(BaseEstimator):
         """
         warm = self.warm_start and hasattr(self, "coef_")
         treebank, lengths, preset, n_features = self._encode(X, fitted=False)
+        self.token_fields_ = _given_fields(X)
         if warm and (preset, n_features) != (self.preset_, self.n_features_):
             raise ValueError(
                 "warm_start needs the features of the previous fit: got "

@@ -203,6 +203,16 @@ class LinearChainCRF(BaseEstimator):
         where forbidden.
     start_transition_, end_transition_ : ndarray of shape (n_classes,)
         Scores of the first and last label.
+    state_features_ : dict
+        ``{(feature, label): weight}`` for every nonzero unary weight of
+        ``coef_``, with the feature's name (``"x<j>"`` for column ``j`` when
+        ``X`` was given as matrices), as sklearn-crfsuite's attribute of the
+        same name. A read-only view, rebuilt at each access.
+    transition_features_ : dict
+        ``{(from_label, to_label): weight}`` for every nonzero finite entry
+        of ``transition_`` (forbidden transitions are left out), as
+        sklearn-crfsuite's attribute of the same name. A read-only view,
+        rebuilt at each access.
     vectorizer_ : SequenceVectorizer or None
         The feature vocabulary, when ``X`` was given as feature dicts.
     n_features_in_ : int

@@ -231,6 +231,17 @@ def test_sentence_with_only_empty_nodes_after_words():
      r"line 5: sentence 2 \(sent_id s2\): HEAD 7 of word 2 is out of range"),
     ("2\tw\tw\tNOUN\tNN\t_\t2\tdep\t_\t_",
      r"line 5: sentence 2 \(sent_id s2\): word 2 is its own head"),
+    # Beyond int64: out of range like any other head, not an OverflowError.
+    ("2\tw\tw\tNOUN\tNN\t_\t9223372036854775808\tdep\t_\t_",
+     r"line 5: HEAD 9223372036854775808 of word 2 is out of range: the sentence has 2 words"),
+    ("2\tw\tw\tNOUN\tNN\t_\t" + "9" * 40 + "\tdep\t_\t_",
+     r"line 5: HEAD 9{40} of word 2 is out of range"),
+    # CoNLL-U allows spaces only in FORM, LEMMA and MISC.
+    ("2\tw\tw\tNOUN\tNN\t_\t1\tadv mod\t_\t_",
+     (r"line 5: DEPREL 'adv mod' of word 2 contains a space; CoNLL-U allows spaces only in "
+      r"FORM, LEMMA and MISC")),
+    ("2\tw\tw\tNOUN\tN N\t_\t1\tdep\t_\t_", r"line 5: XPOS 'N N' of word 2 contains a space"),
+    ("2\tw\tw\tNOUN\tNN\t_\t1\tdep\t1:dep 2\t_", r"line 5: DEPS '1:dep 2' of word 2"),
 ])
 def test_line_errors(bad_line, message):
     # Line 1: a good sentence; line 3: the comment of sentence 2, line 4 its
@@ -294,6 +305,36 @@ def test_errors_name_the_file(tmp_path):
 def test_structure_errors(text, message):
     with pytest.raises(ValueError, match=message):
         read(text)
+
+
+def test_spaces_in_form_lemma_and_misc_are_fine():
+    text = "1\tNew York\tNew York\tPROPN\tNNP\t_\t0\troot\t_\tGloss=New York\n\n"
+    X, heads, deprels = read(text, return_deprel=True)
+    assert X[0][0]["form"] == X[0][0]["lemma"] == "New York"
+    assert deprels == [["root"]]
+
+
+@pytest.mark.parametrize("reader", ["read_conllu", "read_conll"])
+def test_broken_gzip_files_name_the_file_and_line(tmp_path, reader):
+    from sksparse_struct.datasets import read_conll
+
+    from ..test_conllu import broken_gzip_files
+
+    def read_file(path):
+        if reader == "read_conll":
+            return read_conll(path, label="upos", format="conllu")
+        return read_conllu(path)
+
+    text = "".join(sentence_text([0, 1, 1], sent_id=f"s{k}") for k in range(2000))
+    for path, problem, n_lines in broken_gzip_files(tmp_path, text):
+        with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}: not a readable gzip "
+                           rf"file: {problem}.*, after line {n_lines} of the decompressed"):
+            read_file(path)
+        # A file object: named as well as it can be.
+        with open(path, "rb") as f, pytest.raises(ValueError, match=re.escape(str(path))):
+            read_file(f)
+    with pytest.raises(ValueError, match=r"^<file object>: not a readable gzip file"):
+        read_file(io.BytesIO(gzip.compress(text.encode())[:100]))
 
 
 def test_not_utf8():
@@ -472,6 +513,32 @@ def test_round_trip_property(treebank):
     (dict(multiword=[[(1, 2, "a\tb")], []]), r"form of 1-2 contains a tab"),
     (dict(multiword=[[(1.0, 2, "ab")], []]), r"is not a \(first, last, form\) tuple"),
     (dict(multiword=[[], [(1, 2, "cd")]]), r"multiword\[1\] \(sentence 2\): token 1-2 must span"),
+    # CoNLL-U allows spaces only in FORM, LEMMA and MISC.
+    (dict(deprels=[["a", "b c"], ["d"]]),
+     (r"sentence 1, word 2: deprel contains a space: 'b c'; CoNLL-U allows spaces only in "
+      r"FORM, LEMMA and MISC")),
+    (dict(deprels=[["a", "b"], ["d\u2009e"]]), r"sentence 2, word 1: deprel contains a space"),
+    (dict(X=[[{"form": "a"}, {"form": "b", "xpos": "N N"}], [{"form": "c"}]]),
+     r"sentence 1, word 2: 'xpos' contains a space: 'N N'"),
+    # Heads beyond int64 are out of range, not wrapped around or an OverflowError.
+    (dict(heads=[[2, 0], np.array([2**63], dtype=np.uint64)]),
+     (r"sentence 2: heads\[1\] is not a tree: HEAD 9223372036854775808 of word 1 is out of "
+      r"range: the sentence has 1 words")),
+    (dict(heads=[[2, 0], [2**63]]),
+     r"sentence 2: heads\[1\] is not a tree: HEAD 9223372036854775808 of word 1 is out"),
+    (dict(heads=[[2**70, 0], [0]]),
+     rf"sentence 1: heads\[0\] is not a tree: HEAD {2**70} of word 1 is out of range"),
+    # Text that UTF-8 cannot encode (lone surrogates, from surrogateescape).
+    (dict(X=[[{"form": "a"}, {"form": "b\udce9"}], [{"form": "c"}]]),
+     (r"sentence 1, word 2: 'form' cannot be written as UTF-8: 'b\\udce9' holds the lone "
+      r"surrogate U\+DCE9")),
+    (dict(deprels=[["a", "b"], ["\ud800"]]), r"sentence 2, word 1: deprel cannot be written"),
+    (dict(comments=[{"text": "\udce9"}, {}]), r"comments\[0\]: comment cannot be written"),
+    (dict(multiword=[[(1, 2, "a\udce9")], []]), r"form of 1-2 cannot be written as UTF-8"),
+    (dict(X=[[{"form": "a"}, {"form": "b", "feats": {"Case": 1}}], [{"form": "c"}]]),
+     r"sentence 1, word 2: a FEATS dict must map str names to str values; got 'Case': 1"),
+    (dict(X=[[{"form": "a"}, {"form": "b", "feats": {"Case": "N m"}}], [{"form": "c"}]]),
+     r"sentence 1, word 2: FEATS item 'Case=N m' is not of the form"),
 ])
 def test_write_errors(change, message):
     kwargs = dict(X=[[{"form": "a"}, {"form": "b"}], [{"form": "c"}]],
@@ -479,6 +546,43 @@ def test_write_errors(change, message):
     kwargs.update(change)
     with pytest.raises(ValueError, match=message):
         write_conllu(io.StringIO(), **kwargs)
+
+
+@pytest.mark.parametrize("kind", ["path", "binary", "text"])
+def test_write_errors_leave_no_partial_output(tmp_path, kind):
+    # A bad field anywhere is found before anything is written.
+    X = [[{"form": "a"}], [{"form": "b\udce9"}]]
+    path = tmp_path / "out.conllu"
+    with pytest.raises(ValueError, match=r"sentence 2, word 1: 'form' cannot be written"):
+        if kind == "path":
+            write_conllu(path, X, [[0], [0]])
+        else:
+            with open(path, "wb" if kind == "binary" else "w", encoding=None
+                      if kind == "binary" else "utf-8") as f:
+                write_conllu(f, X, [[0], [0]])
+    assert not path.exists() or path.read_bytes() == b""
+
+
+def test_write_to_a_text_file_in_another_encoding(tmp_path):
+    path = tmp_path / "latin1.conllu"
+    X = [[{"form": "caf\xe9"}, {"form": "x", "lemma": "\u65e5\u672c"}]]
+    multiword = [[(1, 2, "caf\xe9x")]]
+    with open(path, "w", encoding="latin-1") as f:
+        with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}: sentence 1, word 2: "
+                           r"LEMMA '\u65e5\u672c' holds '\u65e5', which the file's encoding "
+                           r"'latin-1' cannot encode; open the file with encoding='utf-8'"):
+            write_conllu(f, X, [[0, 1]], multiword=multiword)
+        # What latin-1 can encode is written (CoNLL-U readers expect UTF-8, though).
+        write_conllu(f, [[{"form": "caf\xe9"}]], [[0]])
+    assert read_conllu(path, encoding="latin-1")[0] == [[
+        {"form": "caf\xe9", "lemma": "_", "upos": "_", "xpos": "_", "feats": "_"}]]
+    with open(path, "w", encoding="ascii") as f:
+        with pytest.raises(ValueError, match=r"sentence 1, multiword token 1-2: FORM "
+                           r"'caf\xe9x' holds '\xe9'"):
+            write_conllu(f, [[{"form": "a"}, {"form": "b"}]], [[0, 1]], multiword=multiword,
+                         comments=[[]])
+        with pytest.raises(ValueError, match=r"sentence 1: comment '# text = caf\xe9' holds"):
+            write_conllu(f, [[{"form": "caf\xe9"}]], [[0]], comments=[{"text": "caf\xe9"}])
 
 
 def test_write_accepts_integer_dtypes():

@@ -210,6 +210,47 @@ def test_feats_as_dict_equal_the_conllu_string():
                                   af.transform([missing])[0].tokens)
 
 
+def test_feats_order_does_not_matter():
+    # CoNLL-U sorts FEATS ignoring case ("Number" before "NumForm"), Python's
+    # sort does not: both orders, and the dict, are one value.
+    af = ArcFeatures()
+    variants = ["Number=Ptan|NumForm=Combi|NumType=Card",
+                "NumForm=Combi|NumType=Card|Number=Ptan",
+                "NumType=Card|Number=Ptan|NumForm=Combi",
+                {"Number": "Ptan", "NumForm": "Combi", "NumType": "Card"},
+                {"NumType": "Card", "NumForm": "Combi", "Number": "Ptan"}]
+    rows = [af.transform([[{"form": "2nd", "upos": "NUM", "feats": f}]])[0].tokens[1]
+            for f in variants]
+    for row in rows[1:]:
+        np.testing.assert_array_equal(row, rows[0])
+    # Other values stay apart; a string that is not Name=Value items is kept as is.
+    other = [af.transform([[{"form": "2nd", "upos": "NUM", "feats": f}]])[0].tokens[1]
+             for f in ["Number=Sing|NumForm=Combi|NumType=Card", "NumType=Card", "Card", "_"]]
+    assert len({row[fast.FEATS] for row in rows[:1] + other}) == 5
+
+
+def test_sample_encodes_alike_from_dicts_and_from_strings():
+    # load_ewt_sample gives FEATS as dicts, read_conllu as the file's strings.
+    import importlib.resources
+
+    from sksparse_struct.datasets import load_ewt_sample, read_conllu
+
+    af = ArcFeatures(preset="rich", n_features=2**16)
+    for subset in ("train", "test"):
+        as_dicts = load_ewt_sample(subset)
+        name = f"en_ewt-ud-{subset}-sample.conllu.gz"
+        with (importlib.resources.files("sksparse_struct.datasets") / "data" / name).open(
+                "rb") as f:
+            as_strings, _ = read_conllu(f)
+        assert any(isinstance(t["feats"], dict) and t["feats"] for s in as_dicts for t in s)
+        assert all(isinstance(t["feats"], str) for s in as_strings for t in s)
+        # Some FEATS are written in an order that a plain sort does not give.
+        assert any(t["feats"] != "|".join(sorted(t["feats"].split("|")))
+                   for s in as_strings for t in s)
+        for a, b in zip(af.transform(as_dicts), af.transform(as_strings)):
+            np.testing.assert_array_equal(a.tokens, b.tokens)
+
+
 # --------------------------------------------------------------------------
 # ARC_PRESETS: the preset names, in the order of the kernels' codes
 

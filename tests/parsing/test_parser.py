@@ -1,6 +1,7 @@
 """SparseMAPParser: learning a planted model, the estimator contract, bad input."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -640,3 +641,73 @@ def test_projective_parser_trains_on_lifted_trees():
     assert is_projective(predicted) and predicted == [2, 0, 2]
     assert parser.score(X, y) == pytest.approx(2 / 3)
     assert small_parser(max_iter=1).fit(X, y).n_lifted_arcs_ == 0
+
+
+# --- token fields at predict time -----------------------------------------------
+
+
+def test_missing_token_fields_warn_at_predict(fitted, data):
+    X, _ = data
+    parser = fitted["perceptron"]
+    assert parser.token_fields_ == ("upos",)
+    forms = [[{"form": t["form"]} for t in s] for s in X[:5]]
+    for without_upos in (forms, [[t["form"] for t in s] for s in X[:5]],
+                         [[{"form": t["form"], "upos": "_"} for t in s] for s in X[:5]]):
+        with pytest.warns(UserWarning) as record:
+            heads = parser.predict(without_upos)
+        assert len(record) == 1
+        message = str(record[0].message)
+        assert message.startswith("no word of X gives 'upos', but the parser was trained "
+                                  "with it: missing values are read as unspecified")
+        # The warning points at the caller, not into the package.
+        assert record[0].filename == __file__
+        assert [len(h) for h in heads] == [len(s) for s in X[:5]]
+    for method in ("decision_function", "predict_marginals", "predict_sparse"):
+        with pytest.warns(UserWarning, match="no word of X gives 'upos'") as record:
+            getattr(parser, method)(forms)
+        assert record[0].filename == __file__
+    with pytest.warns(UserWarning, match="no word of X gives 'upos'") as record:
+        parser.score(forms, data[1][:5])
+    assert record[0].filename == __file__
+
+
+def test_given_token_fields_do_not_warn(fitted, data, recwarn):
+    X, _ = data
+    parser = fitted["perceptron"]
+    parser.predict(X[:5])
+    # (form, upos) pairs give the UPOS; one tagged word is enough.
+    parser.predict([[(t["form"], t["upos"]) for t in s] for s in X[:5]])
+    parser.predict([[{"form": "a", "upos": "_"}, {"form": "b", "upos": "NOUN"}]])
+    # Encoded sentences are not checked.
+    parser.predict(ArcFeatures(n_features=N_FEATURES).transform([[t["form"] for t in s]
+                                                                  for s in X[:5]]))
+    assert not [w for w in recwarn if issubclass(w.category, UserWarning)]
+
+
+def test_token_fields_of_a_full_treebank():
+    # Trained on every field (as read_conllu gives them); FEATS "_" counts as
+    # given, since whole sentences often have no features.
+    X = [[{"form": "Dogs", "lemma": "dog", "upos": "NOUN", "xpos": "NNS",
+           "feats": "Number=Plur"}, {"form": "bark", "lemma": "bark", "upos": "VERB",
+                                     "xpos": "VBP", "feats": "_"}],
+         [{"form": "Yes", "lemma": "yes", "upos": "INTJ", "xpos": "UH", "feats": "_"}]]
+    y = [[2, 0], [0]]
+    parser = small_parser(max_iter=1).fit(X, y)
+    assert parser.token_fields_ == ("lemma", "upos", "xpos", "feats")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        parser.predict(X[1:])  # no features at all, but the field is there
+    tagged = [[(t["form"], t["upos"]) for t in s] for s in X]
+    with pytest.warns(UserWarning, match=r"^no word of X gives 'lemma' and 'xpos' and "
+                      r"'feats', but the parser was trained with them.*Give the same token "
+                      r"fields as at fit \('lemma', 'upos', 'xpos', 'feats'\)"):
+        parser.predict(tagged)
+    # Fitted on encoded sentences: the fields are unknown, nothing is checked.
+    encoded = small_parser(max_iter=1).fit(ArcFeatures(n_features=N_FEATURES).transform(X), y)
+    assert encoded.token_fields_ is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        encoded.predict(tagged)
+        # A parser pickled before token_fields_ existed checks nothing either.
+        del parser.token_fields_
+        parser.predict(tagged)

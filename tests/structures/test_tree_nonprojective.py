@@ -192,21 +192,75 @@ def test_map_is_always_a_valid_tree(n, seed, single_root, scale, p_forbid):
         assert value >= tree_score(scores, np.r_[-1, np.zeros(n, int)]) - 1e-9 * scale
 
 
-def test_map_large_sentence_against_networkx_or_value():
-    # n = 40 multi-rooted: compare to networkx when available.
-    nx = pytest.importorskip("networkx")
+def max_arborescence(weights, root=0):
+    """Best head of every node but ``root``: the textbook recursive Chu-Liu-Edmonds.
+
+    Plain Python on a dict ``(head, modifier) -> weight``, independent of
+    the library's compiled implementation: take each node's best incoming
+    edge; if they form a cycle, contract it into a new node (edges entering
+    it lose the weight of the cycle edge they would replace), solve the
+    smaller graph, and expand.
+    """
+    best = {}
+    for (u, v), w in weights.items():
+        if v != root and (v not in best or w > weights[best[v], v]):
+            best[v] = u
+    cycle = None
+    for start in best:
+        path, v = [], start
+        while v in best and v not in path:
+            path.append(v)
+            v = best[v]
+        if v in path:
+            cycle = path[path.index(v):]
+            break
+    if cycle is None:
+        return best
+    new = max(max(edge) for edge in weights) + 1
+    contracted, origin = {}, {}
+    for (u, v), w in weights.items():
+        if u in cycle and v in cycle:
+            continue
+        if v in cycle:
+            edge, w = (u, new), w - weights[best[v], v]
+        else:
+            edge = (new if u in cycle else u, v)
+        if edge not in contracted or w > contracted[edge]:
+            contracted[edge], origin[edge] = w, (u, v)
+    heads = {}
+    for v, u in max_arborescence(contracted, root).items():
+        u, v = origin[u, v]
+        heads[v] = u
+    for v in cycle:
+        heads.setdefault(v, best[v])
+    return heads
+
+
+def test_max_arborescence_reference_against_brute_force():
+    # The reference itself, on every instance small enough to enumerate.
+    rng = np.random.default_rng(5)
+    for trial in range(40):
+        n = 1 + trial % 5
+        scores = random_scores(rng, n)
+        heads = max_arborescence({(h, m): scores[h, m] for h in range(n + 1)
+                                  for m in range(1, n + 1) if h != m})
+        _, values, _, _ = brute_force(scores, single_root=False)
+        assert tree_score(scores, [-1] + [heads[m] for m in range(1, n + 1)]) == \
+            pytest.approx(values.max(), abs=1e-12)
+
+
+def test_map_large_sentence_against_an_independent_reference():
+    # n = 40, several roots allowed: beyond brute force, against the plain
+    # Python Chu-Liu-Edmonds above (the scores are continuous: one best tree).
     rng = np.random.default_rng(3)
     n = 40
     scores = rng.normal(size=(n + 1, n + 1))
-    g = nx.DiGraph()
-    for h in range(n + 1):
-        for m in range(1, n + 1):
-            if h != m:
-                g.add_edge(h, m, weight=scores[h, m])
-    best = nx.maximum_spanning_arborescence(g)
-    ref = sum(d["weight"] for _, _, d in best.edges(data=True))
+    reference = max_arborescence({(h, m): scores[h, m] for h in range(n + 1)
+                                  for m in range(1, n + 1) if h != m})
     heads = DependencyTree(single_root=False).map(scores)
-    assert tree_score(scores, heads) == pytest.approx(ref, abs=1e-9)
+    assert heads[1:].tolist() == [reference[m] for m in range(1, n + 1)]
+    assert tree_score(scores, heads) == pytest.approx(
+        tree_score(scores, [-1] + [reference[m] for m in range(1, n + 1)]), abs=1e-9)
 
 
 # -- marginals ---------------------------------------------------------------
