@@ -8,7 +8,11 @@ from ..utils._validation import (
     check_scores,
     restore_shape,
 )
-from ._capped_simplex import DEFAULT_CAPPED_METHOD, check_capped_method, shift_by_row_max
+from ._capped_simplex import (
+    DEFAULT_CAPPED_METHOD,
+    check_capped_method,
+    shift_by_row_max,
+)
 from ._capped_simplex_fast import csparsemax_backward_rows
 
 __all__ = ["csparsemax", "csparsemax_backward"]
