@@ -9,8 +9,21 @@ from ..utils._validation import (
     restore_shape,
 )
 from ._entmax_fast import entmax15_backward_rows, entmax15_rows
+from ._temperature import divide_by_temperature
 
 __all__ = ["entmax15", "entmax15_backward"]
+
+
+def entmax15_scaled(z_rows, temperature):
+    """entmax15 of validated rows at a temperature (used by regularized_max too)."""
+    out = np.empty_like(z_rows)
+    half_inv_temp = 0.5 / temperature
+    if np.isfinite(half_inv_temp):
+        # The kernel scales z - max(z) <= 0: nothing can overflow to +inf.
+        entmax15_rows(z_rows, half_inv_temp, out)
+    else:  # subnormal temperature
+        entmax15_rows(divide_by_temperature(z_rows, temperature)[0], 0.5, out)
+    return out
 
 
 def entmax15(z, temperature=1.0):
@@ -48,9 +61,7 @@ def entmax15(z, temperature=1.0):
     """
     temperature = check_positive_scalar(temperature, "temperature")
     z_rows, was_1d = check_scores(z, "z")
-    out = np.empty_like(z_rows)
-    entmax15_rows(z_rows, 0.5 / temperature, out)
-    return restore_shape(out, was_1d)
+    return restore_shape(entmax15_scaled(z_rows, temperature), was_1d)
 
 
 def entmax15_backward(p, dp, temperature=1.0):
@@ -83,5 +94,11 @@ def entmax15_backward(p, dp, temperature=1.0):
     temperature = check_positive_scalar(temperature, "temperature")
     p_rows, dp_rows, was_1d = check_backward_inputs(p, dp)
     out = np.empty_like(p_rows)
-    entmax15_backward_rows(p_rows, dp_rows, 1.0 / temperature, out)
+    scale = 1.0 / temperature
+    if np.isfinite(scale):
+        entmax15_backward_rows(p_rows, dp_rows, scale, out)
+    else:  # subnormal temperature: divide last, so that 0 stays 0 (not inf * 0)
+        entmax15_backward_rows(p_rows, dp_rows, 1.0, out)
+        with np.errstate(over="ignore"):
+            out /= temperature
     return restore_shape(out, was_1d)
