@@ -278,8 +278,10 @@ def fenchel_young_predict_proba(scores, loss="sparsemax", temperature=1.0):
     """
     loss = _check_loss(loss)
     temperature = check_positive_scalar(temperature, "temperature")
-    if loss in SMOOTH_LOSS_NAMES:
-        return _MAPPING_FUNCTIONS[loss](scores, temperature=temperature)
-    theta, was_1d = check_scores(scores, "scores", allow_neg_inf=False)
-    proba = _first_argmax_onehot(theta)
+    smooth = loss in SMOOTH_LOSS_NAMES  # their mappings accept -inf as a mask
+    theta, was_1d = check_scores(scores, "scores", allow_neg_inf=smooth)
+    if smooth:
+        proba = _MAPPING_FUNCTIONS[loss](theta, temperature=temperature)
+    else:
+        proba = _first_argmax_onehot(theta)
     return proba[0] if was_1d else proba
