@@ -111,3 +111,15 @@ def test_backward_at_subnormal_temperature(backward):
     # A one-hot output does not move: the Jacobian is 0, not inf * 0 = NaN.
     got = backward(np.array([1.0, 0.0, 0.0]), np.array([1.0, -2.0, 3.0]), temperature=1e-310)
     np.testing.assert_array_equal(got, 0.0)
+
+
+def test_oscarmax_with_scores_and_alpha_near_the_top_of_the_range():
+    # The prox's sums overflowed (ZeroDivisionError in the projection).
+    np.testing.assert_allclose(oscarmax([1e308, 1e308], 1e295), [0.5, 0.5], atol=1e-15)
+    np.testing.assert_allclose(oscarmax([1e300] * 4, 1e299), [0.25] * 4, atol=1e-15)
+    np.testing.assert_allclose(oscarmax([FMAX, -FMAX, 0.0], 1e307), [1.0, 0.0, 0.0], atol=1e-15)
+    z = np.array([0.5, 0.25, -1.0, 0.375])
+    np.testing.assert_allclose(
+        oscarmax(z * 2.0**1015, 0.05 * 2.0**1015), oscarmax(z * 2.0**10, 0.05 * 2.0**10),
+        atol=1e-12,
+    )
