@@ -6,6 +6,7 @@ from ..utils._validation import (
     check_backward_inputs,
     check_positive_scalar,
     check_scores,
+    check_simplex_rows,
     restore_shape,
 )
 from ._entmax_fast import entmax15_backward_rows, entmax15_rows
@@ -74,7 +75,9 @@ def entmax15_backward(p, dp, temperature=1.0):
     Parameters
     ----------
     p : array-like of shape (d,) or (n_rows, d)
-        Output of :func:`entmax15`.
+        Output of :func:`entmax15`: rows on the probability simplex
+        (non-negative, summing to 1 within 1e-6), or a ValueError says which
+        row is not.
     dp : array-like of the shape of ``p``
         Gradient of a loss with respect to ``p`` (or a direction).
     temperature : float, default=1.0
@@ -93,6 +96,8 @@ def entmax15_backward(p, dp, temperature=1.0):
     """
     temperature = check_positive_scalar(temperature, "temperature")
     p_rows, dp_rows, was_1d = check_backward_inputs(p, dp)
+    # The Jacobian uses sqrt(p): a p off the simplex gives NaN or a wrong answer.
+    check_simplex_rows(p_rows, "p", atol=1e-6)
     out = np.empty_like(p_rows)
     scale = 1.0 / temperature
     if np.isfinite(scale):
