@@ -338,3 +338,43 @@ def test_bad_weights_and_params(multiclass):
     clf = FenchelYoungClassifier().fit(X, y)
     with pytest.raises(ValueError, match="features"):
         clf.predict(X[:, :5])
+
+
+@pytest.mark.parametrize("solver", ["newton-cg", "lbfgs"])
+@pytest.mark.parametrize("scale", [1e40, 1e150, 1e200])
+def test_huge_features_get_a_clear_error(multiclass, solver, scale):
+    # Used to fail deep inside with "z contains +inf" / "dp contains NaN", or
+    # to stop silently at W = 0; the message now names the entry of X.
+    X, y = multiclass
+    big = X * scale
+    i, j = np.unravel_index(np.argmax(np.abs(big)), big.shape)
+    for data in (big, sp.csr_matrix(big)):
+        with pytest.raises(ValueError, match=rf"X\[{i}, {j}\] = .*Rescale the features"):
+            FenchelYoungClassifier(solver=solver).fit(data, y)
+    # Features up to the limit fit as well as unscaled ones.
+    clf = FenchelYoungClassifier(solver=solver, alpha=0.0, max_iter=300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        small = X / np.abs(X).max()
+        ref = clone(clf).fit(small, y).score(small, y)
+        assert clf.fit(small * 1e20, y).score(small * 1e20, y) >= ref - 0.02
+
+
+def test_overflowing_scores_at_prediction_get_a_clear_error(multiclass):
+    X, y = multiclass
+    X = X / 10  # larger weights
+    clf = FenchelYoungClassifier().fit(X, y)
+    k = int(np.argmax(np.abs(clf.coef_).sum(axis=1)))
+    assert np.abs(clf.coef_[k]).sum() > 1.1  # so that this sample's score overflows
+    huge = np.vstack([X[:3], np.sign(clf.coef_[k]) * 1.7e308])
+    for method in (clf.predict, clf.predict_proba, clf.decision_function):
+        with pytest.raises(ValueError, match="class scores of sample 3 of X overflow"):
+            method(huge)
+
+
+def test_predict_proba_errors_name_scores():
+    from sksparse_struct.losses import fenchel_young_predict_proba
+
+    for loss in ("softmax", "sparsemax", "entmax15", "hinge"):
+        with pytest.raises(ValueError, match=r"^scores contains \+inf"):
+            fenchel_young_predict_proba([np.inf, 0.0], loss=loss)

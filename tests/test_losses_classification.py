@@ -312,3 +312,42 @@ def test_predict_proba_bad_input():
         fenchel_young_predict_proba([0.0, 1.0], loss="logistic")
     with pytest.raises(ValueError, match="NaN"):
         fenchel_young_predict_proba([0.0, np.nan], loss="perceptron")
+
+
+# ---------------------------------------------------------------- extreme magnitudes
+
+FMIN = np.finfo(np.float64).min
+
+
+@pytest.mark.parametrize("loss", LOSS_NAMES)
+def test_loss_at_the_edges_of_the_float_range(loss):
+    # Scores near +-1e308: no NaN (hinge and perceptron returned NaN, the
+    # smooth losses raised about a "z" the caller never passed). The loss
+    # max(theta) - theta_y + ... exceeds the float range for y=1: inf.
+    scores = np.array([[1e308, -1e308, 0.5], [1e308, -1e308, 0.5], [1e308, 0.5, 1e308]])
+    values, grad = fenchel_young_loss(scores, [1, 0, 0], loss=loss)
+    assert values[0] == np.inf
+    assert values[1] == 0.0
+    np.testing.assert_array_equal(grad[:2], [[1.0, -1.0, 0.0], [0.0, 0.0, 0.0]])
+    assert np.isfinite(values[2]) and np.all(np.isfinite(grad))
+    # Masking with finfo.min gives the loss with the entry far below: for the
+    # sparse losses exactly the loss with any score low enough.
+    values, grad = fenchel_young_loss([[FMIN, 1.0, 0.5]], [1], loss=loss)
+    if loss == "softmax":
+        ref = logsumexp([FMIN, 1.0, 0.5]) - 1.0
+        ref_grad = np.array([0.0, softmax([1.0, 0.5])[0] - 1.0, softmax([1.0, 0.5])[1]])
+    else:
+        ref, ref_grad = fenchel_young_loss([[-10.0, 1.0, 0.5]], [1], loss=loss)
+    assert_allclose(values, ref, rtol=1e-15, atol=0)
+    assert_allclose(grad, np.atleast_2d(ref_grad), rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("loss", LOSS_NAMES)
+@pytest.mark.parametrize("temperature", [1e-310, 5e-324])
+def test_loss_at_subnormal_temperature_is_the_perceptron_loss(loss, temperature):
+    # L_t -> the perceptron loss as t -> 0 (NaN or ZeroDivisionError before).
+    values, grad = fenchel_young_loss([[1.0, 0.5, -3.0]], [1], loss=loss, temperature=temperature)
+    assert_allclose(values, [0.5], rtol=1e-15)
+    np.testing.assert_array_equal(grad, [[1.0, -1.0, 0.0]])
+    proba = fenchel_young_predict_proba([1.0, 0.5, -3.0], loss=loss, temperature=temperature)
+    np.testing.assert_array_equal(proba, [1.0, 0.0, 0.0])

@@ -280,6 +280,10 @@ class ArcFeatures(TransformerMixin, BaseEstimator):
         if not isinstance(sentence, EncodedSentence):
             raise ValueError("sentence must be an EncodedSentence from transform().")
         n = len(sentence)
+        for name, value in (("head", head), ("modifier", modifier)):
+            # 1.5 or True would silently be truncated to an arc.
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
+                raise ValueError(f"{name} must be an integer word index, got {value!r}.")
         if not (0 <= head <= n and 1 <= modifier <= n and head != modifier):
             raise ValueError(
                 f"no arc {head} -> {modifier} in a sentence of {n} words "

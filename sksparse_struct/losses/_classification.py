@@ -122,6 +122,11 @@ def _first_argmax_onehot(rows):
     return onehot
 
 
+def _dot_rows(theta, targets):
+    """``<theta_i, y_i>`` for every row, with ``-inf * 0`` counted as 0."""
+    return np.einsum("ij,ij->i", np.where(targets > 0.0, theta, 0.0), targets)
+
+
 def loss_rows(theta, targets, loss, temperature, return_prediction=False):
     """Loss values and gradients on validated rows (no checking).
 
@@ -130,14 +135,20 @@ def loss_rows(theta, targets, loss, temperature, return_prediction=False):
     and ``p_hat`` as a third element if ``return_prediction``.
     """
     # Every loss is invariant to adding a constant to a row of scores. Shift
-    # each row by its target score <theta, y> so that the value is computed
-    # without cancelling two large terms (e.g. logsumexp(theta) - theta_y
-    # for scores of size 1e6).
-    theta = theta - np.einsum("ij,ij->i", theta, targets)[:, np.newaxis]
+    # each row by its max: the shifted scores are <= 0, so no term of the
+    # loss can overflow, and the value is the small regularized part plus
+    # max(theta) - <theta, y>, computed without cancelling two large terms
+    # (e.g. logsumexp(theta) - theta_y for scores of size 1e6). Scores more
+    # than finfo.max below the max become -inf: probability 0 in every
+    # prediction, and an infinite loss when y puts mass on them (the true
+    # value is then beyond the float range).
+    with np.errstate(over="ignore"):
+        theta = theta - theta.max(axis=1, keepdims=True)
+    theta_y = _dot_rows(theta, targets)
     if loss in SMOOTH_LOSS_NAMES:
         value, p_hat = regularized_max(theta, mapping=loss, temperature=temperature)
         omega_y = regularizer(targets, mapping=loss, temperature=temperature)
-        values = value + omega_y - np.einsum("ij,ij->i", theta, targets)
+        values = value + omega_y - theta_y
     else:
         if loss == "hinge":
             # Cost-augmented scores theta + t * (1 - y): the perceptron loss
@@ -147,7 +158,8 @@ def loss_rows(theta, targets, loss, temperature, return_prediction=False):
         else:
             augmented = theta
         p_hat = _first_argmax_onehot(augmented)
-        values = np.max(augmented, axis=1) - np.einsum("ij,ij->i", augmented, targets)
+        with np.errstate(over="ignore"):
+            values = np.max(augmented, axis=1) - _dot_rows(augmented, targets)
     # L >= 0 holds exactly (Prop. 6.1.1); round-off in the difference of
     # nearly equal terms must not hand callers a tiny negative loss.
     np.maximum(values, 0.0, out=values)
@@ -205,7 +217,9 @@ def fenchel_young_loss(scores, y, loss="sparsemax", temperature=1.0):
     Returns
     -------
     values : ndarray of shape (n_samples,), or float for 1-D ``scores``
-        Non-negative loss values.
+        Non-negative loss values; ``inf`` where the loss exceeds the float64
+        range (scores about 1e308 apart, the gold class at the low end; the
+        gradient is still exact).
     grad : ndarray of the shape of ``scores``
         ``p_hat - y``, the gradient (for the smooth losses) or a subgradient
         (perceptron, hinge; ties in the argmax go to the lowest index).
@@ -264,8 +278,10 @@ def fenchel_young_predict_proba(scores, loss="sparsemax", temperature=1.0):
     """
     loss = _check_loss(loss)
     temperature = check_positive_scalar(temperature, "temperature")
-    if loss in SMOOTH_LOSS_NAMES:
-        return _MAPPING_FUNCTIONS[loss](scores, temperature=temperature)
-    theta, was_1d = check_scores(scores, "scores", allow_neg_inf=False)
-    proba = _first_argmax_onehot(theta)
+    smooth = loss in SMOOTH_LOSS_NAMES  # their mappings accept -inf as a mask
+    theta, was_1d = check_scores(scores, "scores", allow_neg_inf=smooth)
+    if smooth:
+        proba = _MAPPING_FUNCTIONS[loss](theta, temperature=temperature)
+    else:
+        proba = _first_argmax_onehot(theta)
     return proba[0] if was_1d else proba

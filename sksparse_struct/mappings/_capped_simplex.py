@@ -30,6 +30,21 @@ DEFAULT_CAPPED_METHOD = "linear"
 _FEASIBILITY_RTOL = 1e-12
 
 
+def shift_by_row_max(z_rows):
+    """``z - max(z)`` for every row, as a new array.
+
+    The capped projections are invariant to adding a constant to a row (the
+    threshold absorbs it). Without the shift, scores of size 1e16 put the
+    threshold at 1e16 too, and ``z - tau`` keeps no bit of the probabilities;
+    shifted, the threshold stays within a few units of the bounds and
+    ``z - tau`` is exact whatever the magnitude. A difference that overflows
+    (scores more than ``finfo.max`` apart) becomes ``-inf``: that entry is so
+    far below the largest that it sits at its lower bound.
+    """
+    with np.errstate(over="ignore"):
+        return z_rows - z_rows.max(axis=1, keepdims=True)
+
+
 def check_capped_method(method):
     """Return the kernel for a method name, raising a clear ValueError otherwise."""
     try:
@@ -157,5 +172,5 @@ def project_capped_simplex(z, lower=0.0, upper=1.0, radius=1.0, method=DEFAULT_C
     z_rows, was_1d = check_scores(z, "z")
     lo, hi = check_capped_bounds(z_rows, lower, upper, radius, was_1d)
     out = np.empty_like(z_rows)
-    kernel(z_rows, lo, hi, radius, out)
+    kernel(shift_by_row_max(z_rows), lo, hi, radius, out)
     return restore_shape(out, was_1d)

@@ -8,7 +8,11 @@ from ..utils._validation import (
     check_scores,
     restore_shape,
 )
-from ._capped_simplex import DEFAULT_CAPPED_METHOD, check_capped_method
+from ._capped_simplex import (
+    DEFAULT_CAPPED_METHOD,
+    check_capped_method,
+    shift_by_row_max,
+)
 from ._capped_simplex_fast import csparsemax_backward_rows
 
 __all__ = ["csparsemax", "csparsemax_backward"]
@@ -56,7 +60,7 @@ def csparsemax(z, u, method=DEFAULT_CAPPED_METHOD):
     u_rows = check_bounds(u, z_rows, "u")
     lo = np.zeros_like(z_rows)
     out = np.empty_like(z_rows)
-    kernel(z_rows, lo, u_rows, 1.0, out)
+    kernel(shift_by_row_max(z_rows), lo, u_rows, 1.0, out)
     return restore_shape(out, was_1d)
 
 

@@ -6,11 +6,25 @@ from ..utils._validation import (
     check_backward_inputs,
     check_positive_scalar,
     check_scores,
+    check_simplex_rows,
     restore_shape,
 )
 from ._entmax_fast import entmax15_backward_rows, entmax15_rows
+from ._temperature import divide_by_temperature
 
 __all__ = ["entmax15", "entmax15_backward"]
+
+
+def entmax15_scaled(z_rows, temperature):
+    """entmax15 of validated rows at a temperature (used by regularized_max too)."""
+    out = np.empty_like(z_rows)
+    half_inv_temp = 0.5 / temperature
+    if np.isfinite(half_inv_temp):
+        # The kernel scales z - max(z) <= 0: nothing can overflow to +inf.
+        entmax15_rows(z_rows, half_inv_temp, out)
+    else:  # subnormal temperature
+        entmax15_rows(divide_by_temperature(z_rows, temperature)[0], 0.5, out)
+    return out
 
 
 def entmax15(z, temperature=1.0):
@@ -48,9 +62,7 @@ def entmax15(z, temperature=1.0):
     """
     temperature = check_positive_scalar(temperature, "temperature")
     z_rows, was_1d = check_scores(z, "z")
-    out = np.empty_like(z_rows)
-    entmax15_rows(z_rows, 0.5 / temperature, out)
-    return restore_shape(out, was_1d)
+    return restore_shape(entmax15_scaled(z_rows, temperature), was_1d)
 
 
 def entmax15_backward(p, dp, temperature=1.0):
@@ -63,7 +75,9 @@ def entmax15_backward(p, dp, temperature=1.0):
     Parameters
     ----------
     p : array-like of shape (d,) or (n_rows, d)
-        Output of :func:`entmax15`.
+        Output of :func:`entmax15`: rows on the probability simplex
+        (non-negative, summing to 1 within 1e-6), or a ValueError says which
+        row is not.
     dp : array-like of the shape of ``p``
         Gradient of a loss with respect to ``p`` (or a direction).
     temperature : float, default=1.0
@@ -82,6 +96,14 @@ def entmax15_backward(p, dp, temperature=1.0):
     """
     temperature = check_positive_scalar(temperature, "temperature")
     p_rows, dp_rows, was_1d = check_backward_inputs(p, dp)
+    # The Jacobian uses sqrt(p): a p off the simplex gives NaN or a wrong answer.
+    check_simplex_rows(p_rows, "p", atol=1e-6)
     out = np.empty_like(p_rows)
-    entmax15_backward_rows(p_rows, dp_rows, 1.0 / temperature, out)
+    scale = 1.0 / temperature
+    if np.isfinite(scale):
+        entmax15_backward_rows(p_rows, dp_rows, scale, out)
+    else:  # subnormal temperature: divide last, so that 0 stays 0 (not inf * 0)
+        entmax15_backward_rows(p_rows, dp_rows, 1.0, out)
+        with np.errstate(over="ignore"):
+            out /= temperature
     return restore_shape(out, was_1d)

@@ -3,6 +3,7 @@
 import numpy as np
 
 from ..utils._validation import as_float_rows, check_same_rows, check_scores
+from ._capped_simplex import shift_by_row_max
 from ._fertility_fast import (
     fertility_csoftmax,
     fertility_csoftmax_backward,
@@ -130,6 +131,8 @@ def fertility_attention(scores, fertility, mapping="csparsemax"):
             "fertility np.inf (Malaviya et al. 2018, sec. 5) or raise fertilities."
         )
     out = np.empty_like(z)
+    if mapping == "csparsemax":
+        z = shift_by_row_max(z)  # exact at any magnitude, see there
     step = _FORWARD[mapping](z, f, out)
     if step >= 0:
         raise ValueError(

@@ -31,6 +31,7 @@ from ..utils._validation import (
     restore_shape,
 )
 from ._oscar_fast import prox_pairwise_max_rows, signed_group_average_rows
+from ._prox import ordered_prox_rows
 from ._simplex_fast import project_simplex_rows, sparsemax_backward_rows
 from ._tv_fast import prox_tv1d_rows
 
@@ -62,7 +63,10 @@ def _project_prox(prox_rows, z, alpha, return_groups, substitute_masks):
         z_rows = _replace_masks_for_tv(z_rows, alpha)
     x = np.empty_like(z_rows)
     groups = np.empty(z_rows.shape, dtype=np.int64)
-    prox_rows(z_rows, alpha, x, groups)
+    if prox_rows is prox_pairwise_max_rows:
+        ordered_prox_rows(prox_rows, z_rows, alpha, x, groups)
+    else:
+        prox_rows(z_rows, alpha, x, groups)
     p = np.empty_like(z_rows)
     project_simplex_rows(x, 1.0, p)
     if return_groups:

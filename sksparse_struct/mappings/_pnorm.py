@@ -18,6 +18,7 @@ from ._pnorm_fast import (
     sq_pnorm_max_rows,
 )
 from ._simplex_fast import project_simplex_rows
+from ._temperature import divide_by_temperature
 
 __all__ = ["sq_pnorm_max", "sq_pnorm_max_backward"]
 
@@ -53,10 +54,15 @@ def _sq_pnorm_max_rows(z_rows, temperature, p=1.5, max_iter=None, tol=None, meth
     max_iter = default_iter if max_iter is None else _check_max_iter(max_iter)
     tol = default_tol if tol is None else check_positive_scalar(tol, "tol")
     out = np.empty_like(z_rows)
+    scaled, shifted = divide_by_temperature(z_rows, temperature)
     if q == 2.0:
         # Exactly sparsemax: use the exact projection, no iterations.
-        project_simplex_rows(np.ascontiguousarray(z_rows / temperature), 1.0, out)
+        project_simplex_rows(scaled, 1.0, out)
         return out
+    if shifted or not np.isfinite(1.0 / temperature):
+        # The solvers work in units of z, and z / temperature overflows:
+        # solve the same problem on the scaled scores at temperature 1.
+        z_rows, temperature = scaled, 1.0
     n_iter = np.empty(z_rows.shape[0], dtype=np.int64)
     residual = np.empty(z_rows.shape[0])
     if method == "newton":
@@ -216,5 +222,10 @@ def sq_pnorm_max_backward(prob, dp, p=1.5, temperature=1.0):
         r = int(np.flatnonzero(empty)[0])
         raise ValueError(f"row {r} of prob has no positive entry: not a distribution.")
     out = np.empty_like(p_rows)
-    sq_pnorm_max_backward_rows(p_rows, dp_rows, q, temperature, out)
+    if np.isfinite(1.0 / temperature):
+        sq_pnorm_max_backward_rows(p_rows, dp_rows, q, temperature, out)
+    else:  # subnormal temperature: divide last, so that 0 stays 0 (not inf * 0)
+        sq_pnorm_max_backward_rows(p_rows, dp_rows, q, 1.0, out)
+        with np.errstate(over="ignore"):
+            out /= temperature
     return restore_shape(out, was_1d)

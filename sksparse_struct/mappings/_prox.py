@@ -9,13 +9,54 @@ from ._tv_fast import prox_tv1d_rows
 __all__ = ["prox_tv1d", "prox_oscar"]
 
 
+# Largest binary exponent the ordered proxes' running sums may reach: their
+# pool-adjacent-violators pass sums up to d values of size max|z| + alpha * d
+# and compares such sums multiplied by block lengths up to d.
+_SAFE_EXPONENT = 1020
+
+
+def ordered_prox_rows(kernel, z_rows, alpha, out, groups):
+    """Run an ordered-prox kernel (OSCAR or pairwise max) on rows, without overflow.
+
+    Both penalties are positively homogeneous, so ``prox_alpha(z) = c *
+    prox_{alpha / c}(z / c)`` for ``c > 0``. Rows whose sums could overflow
+    are solved at ``c`` a power of two (exact scaling) that brings them into
+    range; other rows are solved as they are, to the last bit as before.
+    """
+    d = z_rows.shape[1]
+    log_d = int(np.ceil(np.log2(max(d, 1))))
+    finite = np.where(np.isfinite(z_rows), np.abs(z_rows), 0.0)
+    _, z_exp = np.frexp(finite.max(axis=1))
+    a_exp = int(np.frexp(alpha)[1]) + log_d
+    shift = np.maximum(z_exp, a_exp) + 2 * log_d + 2 - _SAFE_EXPONENT
+    ordinary = shift <= 0
+    if ordinary.all():
+        kernel(z_rows, alpha, out, groups)
+        return
+    if ordinary.any():
+        x = np.empty((int(ordinary.sum()), d))
+        g = np.empty(x.shape, dtype=np.int64)
+        kernel(np.ascontiguousarray(z_rows[ordinary]), alpha, x, g)
+        out[ordinary] = x
+        groups[ordinary] = g
+    for r in np.flatnonzero(~ordinary):
+        k = int(shift[r])
+        x = np.empty((1, d))
+        kernel(np.ldexp(z_rows[r : r + 1], -k), float(np.ldexp(alpha, -k)), x, groups[r : r + 1])
+        with np.errstate(over="ignore"):
+            out[r] = np.ldexp(x[0], k)
+
+
 def _prox_with_groups(kernel, z, alpha):
     """Validate, then run a row kernel that writes the prox and its groups."""
     alpha = check_positive_scalar(alpha, "alpha", allow_zero=True)
     z_rows, was_1d = check_scores(z, "z", allow_neg_inf=False)
     out = np.empty_like(z_rows)
     groups = np.empty(z_rows.shape, dtype=np.int64)
-    kernel(z_rows, alpha, out, groups)
+    if kernel is prox_oscar_rows:
+        ordered_prox_rows(kernel, z_rows, alpha, out, groups)
+    else:
+        kernel(z_rows, alpha, out, groups)
     return out, groups, was_1d
 
 

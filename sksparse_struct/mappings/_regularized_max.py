@@ -18,10 +18,11 @@ from ..utils._validation import (
     check_simplex_rows,
     check_scores,
 )
-from ._entmax_fast import entmax15_rows
+from ._entmax import entmax15_scaled
 from ._pnorm import _check_p_param, _sq_pnorm_max_rows
 from ._simplex_fast import project_simplex_rows
-from ._softmax import _logsumexp_rows, _softmax_rows
+from ._softmax import _softmax_max_rows, _softmax_rows
+from ._temperature import divide_by_temperature
 
 __all__ = ["regularized_max", "regularizer", "MAPPING_NAMES"]
 
@@ -43,21 +44,19 @@ def _no_params(name, params):
 
 def _softmax_forward(z_rows, temperature, params):
     _no_params("softmax", params)
-    return _softmax_rows(z_rows, 1.0 / temperature)
+    return _softmax_rows(z_rows, temperature)
 
 
 def _sparsemax_forward(z_rows, temperature, params):
     _no_params("sparsemax", params)
     out = np.empty_like(z_rows)
-    project_simplex_rows(np.ascontiguousarray(z_rows / temperature), 1.0, out)
+    project_simplex_rows(divide_by_temperature(z_rows, temperature)[0], 1.0, out)
     return out
 
 
 def _entmax15_forward(z_rows, temperature, params):
     _no_params("entmax15", params)
-    out = np.empty_like(z_rows)
-    entmax15_rows(z_rows, 0.5 / temperature, out)
-    return out
+    return entmax15_scaled(z_rows, temperature)
 
 
 def _sq_pnorm_forward(z_rows, temperature, params):
@@ -169,7 +168,7 @@ def regularized_max(z, mapping="sparsemax", temperature=1.0, **params):
     if mapping == "softmax":
         # Closed form temperature * logsumexp(z / temperature): exact even
         # where p underflows to 0 and p log p would lose the tail.
-        values = temperature * _logsumexp_rows(z_rows, 1.0 / temperature)
+        values = _softmax_max_rows(z_rows, temperature)
     else:
         # Masked entries have p == 0; keep -inf * 0 out of the dot product.
         z_safe = np.where(np.isneginf(z_rows), 0.0, z_rows)

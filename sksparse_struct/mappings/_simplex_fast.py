@@ -78,47 +78,42 @@ def simplex_threshold_buf(z, radius, buf):
     sort-based algorithm.
     """
     d = z.shape[0]
+    # Everything runs on z - max(z): the values kept are in (-radius, 0], so
+    # no running sum can overflow, whatever the magnitude of the scores
+    # (the sort reference shifts the same way, so the kept values are the
+    # very floats it sums).
+    m = -np.inf
+    for j in range(d):
+        m = max(m, z[j])
     # One pass keeping the entries above a running lower bound on the
     # threshold. For ANY set A of entries, (sum(A) - radius) / |A| <= tau
     # (the positive parts (z - tau)_+ over A sum to at most radius), and so is
-    # max(z) - radius: entries at or below such a bound are never in the
-    # support. Sums run relative to the first kept entry; the bound is
-    # lowered by a relative margin so that rounding never drops a support
-    # entry (-inf entries are never kept: -inf > cut is False).
-    m = -np.inf
-    cut = -np.inf
-    ref = 0.0
+    # -radius: entries at or below such a bound are never in the support.
+    # The bound is lowered by a margin so that rounding in the running sum
+    # never drops a support entry (-inf entries are never kept).
+    margin = 1e-9 * radius
+    cut = -radius
     total = 0.0
     c = 0
     for j in range(d):
-        v = z[j]
+        v = z[j] - m
         if v > cut:
-            if c == 0:
-                ref = v
-            if v > m:
-                m = v
             buf[c] = v
             c += 1
-            total += v - ref
-            bound = max(m - radius, ref + (total - radius) / c)
-            bound -= 1e-9 * (abs(m) + radius)
-            if bound > cut:
-                cut = bound
-    # Shift by the max (full precision for scores far from 0) and filter by
-    # the final bound.
-    lower = max(cut - m, -radius)
+            total += v
+            cut = max(cut, (total - radius) / c - margin)
+    # Filter by the final bound.
     c_new = 0
     total = 0.0
     for j in range(c):
-        v = buf[j] - m
-        if v > lower:
+        v = buf[j]
+        if v > cut:
             buf[c_new] = v
             total += v
             c_new += 1
     c = c_new
-    # Safety margin against rounding in the running sums: keeping a few
+    # Michelot's fixed point, with the same safety margin: keeping a few
     # extra candidates costs nothing, dropping a support entry would.
-    margin = 1e-9 * radius
     for _ in range(64):
         bound = (total - radius) / c - margin
         c_new = 0

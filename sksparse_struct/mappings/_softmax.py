@@ -17,25 +17,39 @@ from ..utils._validation import (
 __all__ = ["softmax", "softmax_backward"]
 
 
-def _softmax_rows(z_rows, inv_temp):
-    """Row-wise softmax of validated rows, shifted by the row max (no overflow)."""
+def _scaled_exp_rows(z_rows, temperature):
+    """``exp((z - max(z)) / temperature)`` for every validated row, and the max."""
     # Every row has a finite max (all -inf rows were rejected), so masked
-    # entries become exp(-inf) == 0 exactly.
-    out = np.subtract(z_rows, z_rows.max(axis=1, keepdims=True))
-    if inv_temp != 1.0:
-        out *= inv_temp
+    # entries become exp(-inf) == 0 exactly; the shifted scores are <= 0, so
+    # dividing by a tiny temperature can only overflow to -inf (exp: 0).
+    m = z_rows.max(axis=1, keepdims=True)
+    with np.errstate(over="ignore"):
+        out = np.subtract(z_rows, m)
+        if temperature != 1.0:
+            inv_temp = 1.0 / temperature
+            if np.isfinite(inv_temp):
+                out *= inv_temp
+            else:  # subnormal temperature: 1 / temperature overflows
+                out /= temperature
     np.exp(out, out=out)
+    return out, m[:, 0]
+
+
+def _softmax_rows(z_rows, temperature):
+    """Row-wise softmax of validated rows, shifted by the row max (no overflow)."""
+    out, _ = _scaled_exp_rows(z_rows, temperature)
     out /= out.sum(axis=1, keepdims=True)
     return out
 
 
-def _logsumexp_rows(z_rows, inv_temp):
-    """``log(sum(exp(z * inv_temp)))`` for every validated row, without overflow."""
-    m = z_rows.max(axis=1)
-    shifted = np.subtract(z_rows, m[:, np.newaxis])
-    shifted *= inv_temp
-    np.exp(shifted, out=shifted)
-    return m * inv_temp + np.log(shifted.sum(axis=1))
+def _softmax_max_rows(z_rows, temperature):
+    """``temperature * logsumexp(z / temperature)`` for every validated row.
+
+    Computed as ``max(z) + temperature * log(sum(exp((z - max(z)) /
+    temperature)))``: no term overflows, whatever the scores and temperature.
+    """
+    e, m = _scaled_exp_rows(z_rows, temperature)
+    return m + temperature * np.log(e.sum(axis=1))
 
 
 def softmax(z, temperature=1.0):
@@ -73,7 +87,7 @@ def softmax(z, temperature=1.0):
     """
     temperature = check_positive_scalar(temperature, "temperature")
     z_rows, was_1d = check_scores(z, "z")
-    return restore_shape(_softmax_rows(z_rows, 1.0 / temperature), was_1d)
+    return restore_shape(_softmax_rows(z_rows, temperature), was_1d)
 
 
 def softmax_backward(p, dp, temperature=1.0):
@@ -108,5 +122,6 @@ def softmax_backward(p, dp, temperature=1.0):
     out = np.subtract(dp_rows, dot[:, np.newaxis])
     out *= p_rows
     if temperature != 1.0:
-        out /= temperature
+        with np.errstate(over="ignore"):
+            out /= temperature
     return restore_shape(out, was_1d)

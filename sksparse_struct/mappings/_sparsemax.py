@@ -9,6 +9,7 @@ from ..utils._validation import (
     restore_shape,
 )
 from ._simplex_fast import project_simplex_rows, sparsemax_backward_rows
+from ._temperature import divide_by_temperature
 
 __all__ = ["project_simplex", "sparsemax", "sparsemax_backward"]
 
@@ -80,8 +81,7 @@ def sparsemax(z, temperature=1.0):
     """
     temperature = check_positive_scalar(temperature, "temperature")
     z_rows, was_1d = check_scores(z, "z")
-    if temperature != 1.0:
-        z_rows = z_rows / temperature
+    z_rows, _ = divide_by_temperature(z_rows, temperature)
     out = np.empty_like(z_rows)
     project_simplex_rows(z_rows, 1.0, out)
     return restore_shape(out, was_1d)
@@ -111,5 +111,11 @@ def sparsemax_backward(p, dp, temperature=1.0):
     temperature = check_positive_scalar(temperature, "temperature")
     p_rows, dp_rows, was_1d = check_backward_inputs(p, dp)
     out = np.empty_like(p_rows)
-    sparsemax_backward_rows(p_rows, dp_rows, 1.0 / temperature, out)
+    scale = 1.0 / temperature
+    if np.isfinite(scale):
+        sparsemax_backward_rows(p_rows, dp_rows, scale, out)
+    else:  # subnormal temperature: divide last, so that 0 stays 0 (not inf * 0)
+        sparsemax_backward_rows(p_rows, dp_rows, 1.0, out)
+        with np.errstate(over="ignore"):
+            out /= temperature
     return restore_shape(out, was_1d)

@@ -72,6 +72,36 @@ def _check_sequence_list(X, name="X"):
     return list(X)
 
 
+# Largest feature magnitude fit accepts. The objective's gradient grows with
+# the features and its curvature with their squares: from about 1e11 on,
+# L-BFGS's first line search cannot shrink its step enough (it ends at the
+# all-zero weights), and near 1e200 the objective overflows.
+_MAX_FEATURE_VALUE = 1e10
+
+
+def _check_feature_scale(matrix, lengths, names):
+    """Raise a ValueError naming the sequence, token and feature of a too large value."""
+    if matrix.nnz == 0:
+        return
+    i = int(np.argmax(np.abs(matrix.data)))
+    value = matrix.data[i]
+    if abs(value) <= _MAX_FEATURE_VALUE:
+        return
+    row = int(np.searchsorted(matrix.indptr, i, side="right") - 1)
+    ends = np.cumsum(lengths)
+    seq = int(np.searchsorted(ends, row, side="right"))
+    token = row - (int(ends[seq - 1]) if seq > 0 else 0)
+    feature = names[matrix.indices[i]] if names is not None else f"column {matrix.indices[i]}"
+    raise ValueError(
+        f"X[{seq}] has the feature value {value:.3g} at token {token} ({feature}): "
+        f"feature values above {_MAX_FEATURE_VALUE:.0e} in magnitude are out of "
+        "reach of the solvers (the gradients grow with the features and the "
+        "curvature with their squares; L-BFGS stalls at zero weights, or the "
+        "objective overflows). Rescale the features, e.g. divide each by its "
+        "largest absolute value."
+    )
+
+
 def _split_label_by_prefix(label):
     if isinstance(label, str) and len(label) > 2 and label[1] == "-" and label[0] in "BIES":
         return label[0], label[2:]
@@ -469,6 +499,9 @@ class LinearChainCRF(BaseEstimator):
         ----------
         X : list of sequences
             Each a list of feature dicts or a sparse matrix (n_tokens, n_features).
+            Feature values must be finite and at most 1e10 in magnitude (a
+            ValueError names the sequence, token and feature otherwise):
+            rescale larger ones.
         y : list of label sequences
             ``y[s]`` has one label per token of ``X[s]``.
 
@@ -499,6 +532,9 @@ class LinearChainCRF(BaseEstimator):
             raise ValueError("X is empty: at least one training sequence is needed.")
         warm = self.warm_start and hasattr(self, "classes_")
         matrix, lengths = self._features(X, fit=not warm)
+        _check_feature_scale(
+            matrix, lengths, None if self.vectorizer_ is None else self.vectorizer_.feature_names_
+        )
         gold = self._labels(y, lengths, fit=True)
         if not warm:
             self.n_features_in_ = matrix.shape[1]

@@ -196,6 +196,13 @@ def test_arc_feature_indices_checks_the_arc():
     for h, m in [(1, 1), (0, 0), (3, 1), (0, 3)]:
         with pytest.raises(ValueError, match="no arc"):
             af.arc_feature_indices(enc, h, m)
+    # Non-integer indices were truncated silently (1.5 -> word 1).
+    for h, m, bad in [(1.5, 2, "head"), (0, 2.0, "modifier"), (True, 2, "head"), ("1", 2, "head")]:
+        with pytest.raises(ValueError, match=rf"^{bad} must be an integer word index, got "):
+            af.arc_feature_indices(enc, h, m)
+    np.testing.assert_array_equal(
+        af.arc_feature_indices(enc, np.int64(1), np.int32(2)), af.arc_feature_indices(enc, 1, 2)
+    )
 
 
 def test_feats_as_dict_equal_the_conllu_string():

@@ -164,6 +164,21 @@ def test_sort_and_linear_agree_random_and_large():
         check_kkt(z[i], np.zeros(d), hi, 1.0, b[i])
 
 
+@pytest.mark.parametrize("method", METHODS)
+def test_exact_at_any_magnitude(method):
+    # Shifting every score by the same constant changes nothing; it used to
+    # return all zeros for [2**52] * 3 and wrong sums from about 4e9 on.
+    for big in [4e9, 2.0**52, 1e16, 1e300, -1e300]:
+        np.testing.assert_allclose(
+            project_capped_simplex([big] * 3, method=method), [1 / 3] * 3, rtol=0, atol=1e-15
+        )
+    z = np.array([0.5, 1.0, 0.125, -3.0])  # exact after the shifts
+    ref = project_capped_simplex(z, 0.1, 0.6, radius=1.5, method=method)
+    for shift in [2.0**32, 2.0**44, -(2.0**49)]:
+        got = project_capped_simplex(z + shift, 0.1, 0.6, radius=1.5, method=method)
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-15)
+
+
 def test_tight_bounds_give_bounds_exactly():
     hi = np.array([0.25, 0.25, 0.5])
     for method in METHODS:

@@ -91,6 +91,25 @@ def test_large_scores_and_masks():
         csparsemax(zm, [0.6, 5.0, 0.3, 5.0])
 
 
+@pytest.mark.parametrize("method", METHODS)
+def test_exact_at_any_magnitude(method):
+    # The projection only depends on differences of scores: adding a huge
+    # constant must change nothing (it used to return non-distributions,
+    # e.g. csparsemax([1e16] * 6, ones).sum() == 6, from about 4e9 on).
+    z = np.array([0.375, 0.125, -0.5, 0.25, 0.0, -2.0])  # exact after the shifts
+    u = np.array([0.3, 1.0, 1.0, 0.2, 1.0, 1.0])
+    ref = csparsemax(z, u, method=method)
+    for shift in [2.0**32, 2.0**44, -(2.0**49)]:
+        got = csparsemax(z + shift, u, method=method)
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-15)
+    for big in [4e9, 1e16, 2.0**52, 1e300, -1e300]:
+        p = csparsemax(np.full(6, big), np.ones(6), method=method)
+        np.testing.assert_allclose(p, np.full(6, 1 / 6), rtol=0, atol=1e-15)
+    fmax = np.finfo(np.float64).max
+    p = csparsemax([fmax, -fmax, fmax], np.ones(3), method=method)
+    np.testing.assert_array_equal(p, [0.5, 0.0, 0.5])
+
+
 def test_float32_input():
     p = csparsemax(np.array([1.2, 0.8, -0.2], dtype=np.float32), np.ones(3, dtype=np.float32))
     assert p.dtype == np.float64

@@ -268,3 +268,16 @@ def test_bad_parameters():
         entmax15_backward([0.5, 0.5], [1.0, 2.0, 3.0])
     with pytest.raises(ValueError, match="-inf"):
         entmax15_backward([0.5, 0.5], [1.0, -np.inf])
+
+
+def test_backward_checks_that_p_is_on_the_simplex():
+    # Like sq_pnorm_max_backward: sqrt(p) of a negative entry was NaN, and a
+    # p summing to 1.4 gave a silently wrong Jacobian product.
+    with pytest.raises(ValueError, match=r"row 0, position 1 is negative \(-0.1\)"):
+        entmax15_backward([1.1, -0.1, 0.0], [1.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="row 1 of p sums to 1.4, not 1"):
+        entmax15_backward([[0.5, 0.5, 0.0], [0.7, 0.7, 0.0]], np.ones((2, 3)))
+    # Outputs of entmax15 (sums off by rounding only) are accepted.
+    rng = np.random.default_rng(2)
+    p = entmax15(rng.normal(size=(20, 9)) * 3)
+    assert np.all(np.isfinite(entmax15_backward(p, rng.normal(size=(20, 9)))))

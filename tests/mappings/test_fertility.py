@@ -230,3 +230,16 @@ def test_backward_bad_input():
         fertility_attention_backward(a, [1.0, 1.0], np.zeros((3, 2)))
     with pytest.raises(ValueError, match="mapping must be one of"):
         fertility_attention_backward(a, [1.0, 1.0], np.zeros((2, 2)), mapping="sparsemax")
+
+
+def test_csparsemax_steps_exact_at_any_magnitude():
+    # Each step is a capped projection: shifting a step's scores by a huge
+    # constant changes nothing.
+    scores = np.array([[0.5, 0.25, -1.0], [0.125, 0.75, 0.0], [-0.5, 0.25, 0.875]])
+    ref = fertility_attention(scores, [1.0, 1.0, 1.0])
+    shifted = scores + np.array([[2.0**44], [-(2.0**49)], [2.0**32]])
+    np.testing.assert_allclose(
+        fertility_attention(shifted, [1.0, 1.0, 1.0]), ref, rtol=0, atol=1e-15
+    )
+    a = fertility_attention(np.full((3, 3), 1e16), [1.0, 1.0, 1.0])
+    np.testing.assert_allclose(a, 1 / 3, rtol=0, atol=1e-15)

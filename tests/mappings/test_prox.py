@@ -399,6 +399,29 @@ def test_prox_oscar_extreme_scale_and_float32():
     assert x32.dtype == np.float64
 
 
+@pytest.mark.parametrize("scale", [2.0**1000, 2.0**1020])
+def test_prox_oscar_at_the_top_of_the_float_range(scale):
+    # The pool-adjacent-violators sums used to overflow to +-inf for finite
+    # input (e.g. [1e308, 1e308] with alpha 1e295); the prox is positively
+    # homogeneous, so the scaled problem must give the scaled answer.
+    rng = np.random.default_rng(6)
+    z = np.round(rng.normal(size=(3, 9)), 1)
+    z[1, :3] = z[1, 0]  # ties
+    x, g = prox_oscar(z, 0.25, return_groups=True)
+    xs, gs = prox_oscar(z * scale, 0.25 * scale, return_groups=True)
+    np.testing.assert_allclose(xs / scale, x, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(gs, g)
+    np.testing.assert_allclose(prox_oscar([1e308, 1e308], 1e295), [1e308 - 5e294] * 2, rtol=1e-15)
+    np.testing.assert_allclose(prox_oscar([1e308] * 3, 1e306), [9.9e307] * 3, rtol=1e-15)
+    fmax = np.finfo(np.float64).max
+    np.testing.assert_allclose(
+        prox_oscar([fmax, -fmax, 0.0], 1e307), [fmax - 1.5e307, 1.5e307 - fmax, 0.0], rtol=1e-15
+    )
+    # Rows at ordinary scale in the same batch are solved exactly as alone.
+    batch = np.vstack([z[0], z[1] * scale])
+    np.testing.assert_array_equal(prox_oscar(batch, 0.25)[0], prox_oscar(z[0], 0.25))
+
+
 @given(
     z=arrays(np.float64, st.integers(1, 10), elements=finite),
     alpha=st.floats(0, 5, allow_nan=False),

@@ -91,6 +91,39 @@ def _brute_force_loss(loss, data, model, w):
     return total
 
 
+def _brute_force_crf_gradient(data, model, w):
+    """Gradient of the CRF loss: expected minus gold counts, by enumerating every path."""
+    K, P = model.n_labels, model.n_pairs
+    X = sp.csr_matrix((data.data, data.indices, data.indptr), shape=(data.n_tokens, data.n_features))
+    d_u = np.zeros((data.n_tokens, K))
+    d_trans = np.zeros((K, K))
+    d_start = np.zeros(K)
+    d_end = np.zeros(K)
+    for s in range(data.n_sequences):
+        u, trans, gold = _sequence_terms(data, model, w, s)
+        n = u.shape[0]
+        paths = [np.array(p) for p in itertools.product(range(K), repeat=n)]
+        scores = np.array([_path_score(u, trans, p) for p in paths])
+        prob = np.exp(scores - scores.max())
+        prob /= prob.sum()
+        r0 = data.offsets[s]
+        for path, weight in ((gold, -1.0), *zip(paths, prob)):
+            d_u[r0 + np.arange(n), path] += weight
+            for a, b in itertools.pairwise(path):
+                d_trans[a, b] += weight
+            d_start[path[0]] += weight
+            d_end[path[-1]] += weight
+    grad_w = X.T @ d_u  # (n_features, K): d loss / d weight of (feature, label)
+    grad = np.zeros(model.n_params)
+    for a in range(data.n_features):
+        for p in range(model.attr_ptr[a], model.attr_ptr[a + 1]):
+            grad[p] = grad_w[a, model.pair_label[p]]
+    grad[P:P + K * K] = d_trans.ravel()
+    grad[P + K * K:P + K * K + K] = d_start
+    grad[P + K * K + K:] = d_end
+    return grad
+
+
 def _tiny_tagging_data():
     """Words determine labels except 'x', whose label depends on the previous one."""
     X = [
@@ -226,6 +259,14 @@ def test_crf_loss_survives_extreme_scores():
         value, grad, _ = runner.loss_and_grad(LOSS_KINDS["crf"], model, data, w)
     assert np.isfinite(value) and np.all(np.isfinite(grad))
     assert value == pytest.approx(_brute_force_loss("crf", data, model, w), rel=1e-9)
+    # The gradient too: expected minus gold counts of every feature,
+    # transition, start and end label, by enumeration on the same scores.
+    np.testing.assert_allclose(grad, _brute_force_crf_gradient(data, model, w), rtol=0, atol=1e-9)
+    # The same check at ordinary scores (the scaled recursion).
+    w = w * 1e-4
+    with ChainRunner(1) as runner:
+        value, grad, _ = runner.loss_and_grad(LOSS_KINDS["crf"], model, data, w)
+    np.testing.assert_allclose(grad, _brute_force_crf_gradient(data, model, w), rtol=0, atol=1e-12)
 
 
 def test_gradients_do_not_depend_on_the_number_of_threads():
@@ -616,6 +657,35 @@ def test_bad_input_gets_clear_errors():
         LinearChainCRF(loss="hinge", solver="lbfgs").fit(X, y)
     with pytest.raises(ValueError, match="loss"):
         LinearChainCRF(loss="svm").fit(X, y)
+
+
+@pytest.mark.parametrize("scale", [1e20, -1e20, 1e200, -1e200])
+def test_huge_feature_values_get_a_clear_error(scale):
+    # Features of +-1e20 used to give all-zero weights silently (L-BFGS's
+    # line search failed at the first step), +-1e200 an L-BFGS message about
+    # a non-finite objective; every solver gets the same clear error.
+    X, y = _tiny_tagging_data()
+    vec = SequenceVectorizer().fit(X)
+    mats = [m.copy() for m in vec.transform(X)]
+    mats[4].data[-1] = scale  # sequence 4, last token
+    for solver in ("lbfgs", "adagrad"):
+        crf = LinearChainCRF(solver=solver, max_iter=5)
+        with pytest.raises(ValueError, match=r"X\[4\] has the feature value .* at token 1 "
+                           r"\(column \d+\): feature values above 1e\+10.*Rescale"):
+            crf.fit(mats, y)
+    X[2][1] = {"w": "cat", "len": scale}
+    with pytest.raises(ValueError, match=r"X\[2\] has the feature value .* at token 1 \(len\)"):
+        LinearChainCRF(max_iter=5).fit(X, y)
+
+
+def test_large_feature_values_below_the_limit_still_fit():
+    X, y = _tiny_tagging_data()
+    mats = SequenceVectorizer().fit_transform(X)
+    scaled = [m * 1e9 for m in mats]
+    crf = LinearChainCRF().fit(scaled, y)
+    assert crf.coef_.nnz > 0
+    gold = np.concatenate(y)
+    assert np.mean(np.concatenate(crf.predict(scaled)) == gold) >= 13 / 14
 
 
 def test_single_label_and_single_token_sequences():
