@@ -18,7 +18,6 @@ import numpy as np
 from ..structures import Parts
 from ..structures._base import dot_masked
 from ._ad3_fast import (
-    STRUCT,
     ad3_loop,
     adapt_eta,
     consensus,

@@ -63,7 +63,7 @@ def _project_simplex(x, n, srt):
             tau = t
     for i in range(n):
         v = x[i] - tau
-        x[i] = v if v > 0.0 else 0.0
+        x[i] = max(0.0, v)
 
 
 @njit
@@ -294,7 +294,7 @@ def pair_qp(a, b, s):
         if x < y:
             x = _clip01(0.5 * (A + B))
             y = x
-    m = x if x < y else y
+    m = min(y, x)
     if s >= 0.0:
         return x, y, m
     return x, 1.0 - y, x - m
