@@ -18,6 +18,7 @@ import numpy as np
 from ..structures import Parts
 from ..structures._base import dot_masked
 from ._ad3_fast import (
+    ADAPT_EVERY,
     TAU,
     ad3_loop,
     adapt_eta,
@@ -221,7 +222,7 @@ def _run(cg, theta, fs, fixed, eta, adaptive, max_iter, tol, state, lower_bound=
             if _objectives(cg, theta, fs, fixed, state)[1] < lower_bound:
                 break
         refresh = t % 50 == 0
-        if adaptive and (t - 1) % 10 == 0:
+        if adaptive and (t - 1) % ADAPT_EVERY == 0:
             eta, changed = adapt_eta(eta, primal_res, dual_res)
             if changed:
                 refresh = True
@@ -290,7 +291,7 @@ def ad3(graph, variable_scores, factor_scores=None, *, eta=0.1, adaptive_eta=Tru
     eta : float, default=0.1
         Initial step size (the augmented Lagrangian's penalty is ``2 eta``).
     adaptive_eta : bool, default=True
-        Every 10 iterations, double ``eta`` when the primal residual is 100
+        Every 50 iterations, double ``eta`` when the primal residual is 100
         times the dual one, halve it when the dual residual is 10 times the
         primal one (within [1e-3, 100]).
     max_iter : int, default=5000
