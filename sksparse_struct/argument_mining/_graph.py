@@ -16,7 +16,7 @@ import numpy as np
 from ..inference import FactorGraph
 from ..structures import DependencyTree
 
-__all__ = ["ArgumentGraph", "build_argument_graph", "SECOND_ORDER_TYPES"]
+__all__ = ["SECOND_ORDER_TYPES", "ArgumentGraph", "build_argument_graph"]
 
 #: Second-order pair types and the two links each forms from a triple (a, b, c).
 SECOND_ORDER_TYPES = {

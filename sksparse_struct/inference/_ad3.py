@@ -18,7 +18,8 @@ import numpy as np
 from ..structures import Parts
 from ..structures._base import dot_masked
 from ._ad3_fast import (
-    STRUCT,
+    ADAPT_EVERY,
+    TAU,
     ad3_loop,
     adapt_eta,
     consensus,
@@ -182,14 +183,18 @@ def _structure_dual(cg, theta, lam, fs):
     return values
 
 
-def _run(cg, theta, fs, fixed, eta, adaptive, max_iter, tol, state):
-    """AD3 from ``state`` (updated in place); ``(n_iter, converged, eta)``."""
+def _run(cg, theta, fs, fixed, eta, adaptive, max_iter, tol, state, lower_bound=-np.inf):
+    """AD3 from ``state`` (updated in place); ``(n_iter, converged, eta)``.
+
+    Stops early when the dual value (computed every 50 iterations) falls
+    below ``lower_bound``.
+    """
     u, q, lam, add, inits = state
     kargs = _kernel_args(cg)
     if not cg.structures:
         n_iter, converged, eta = ad3_loop(
             *kargs, cg.v_ptr, cg.v_slots, cg.slot_factor, cg.deg, fixed, theta, fs, q, lam, u,
-            add, float(eta), bool(adaptive), int(max_iter), float(tol))
+            add, float(eta), bool(adaptive), int(max_iter), float(tol), float(lower_bound))
         return int(n_iter), bool(converged), float(eta)
     # With structure factors: the same loop, in Python around the kernels.
     share = np.where(cg.deg > 0, theta / np.maximum(cg.deg, 1), 0.0)
@@ -207,14 +212,17 @@ def _run(cg, theta, fs, fixed, eta, adaptive, max_iter, tol, state):
         _solve_structures(cg, u, share, lam, rho, fs, q, add, inits, factor_active,
                           var_active, refresh)
         primal_res, dual_res = consensus(cg.v_ptr, cg.v_slots, cg.slot_factor, cg.deg, fixed,
-                                         theta, q, lam, u, rho, 1.0, var_active,
+                                         theta, q, lam, u, rho, TAU, var_active,
                                          factor_active, refresh)
         t += 1
         if primal_res < tol and dual_res < tol:
             converged = True
             break
+        if lower_bound > -np.inf and t % 50 == 0:
+            if _objectives(cg, theta, fs, fixed, state)[1] < lower_bound:
+                break
         refresh = t % 50 == 0
-        if adaptive and (t - 1) % 10 == 0:
+        if adaptive and (t - 1) % ADAPT_EVERY == 0:
             eta, changed = adapt_eta(eta, primal_res, dual_res)
             if changed:
                 refresh = True
@@ -283,7 +291,7 @@ def ad3(graph, variable_scores, factor_scores=None, *, eta=0.1, adaptive_eta=Tru
     eta : float, default=0.1
         Initial step size (the augmented Lagrangian's penalty is ``2 eta``).
     adaptive_eta : bool, default=True
-        Every 10 iterations, double ``eta`` when the primal residual is 100
+        Every 50 iterations, double ``eta`` when the primal residual is 100
         times the dual one, halve it when the dual residual is 10 times the
         primal one (within [1e-3, 100]).
     max_iter : int, default=5000
@@ -433,8 +441,10 @@ def ad3_map(graph, variable_scores, factor_scores=None, *, gap_tol=1e-6, max_nod
             break
         fixed, state, node_eta = stack.pop()
         n_nodes += 1
+        incumbent = (best_obj + gap_tol * max(1.0, abs(best_obj)) if best_x is not None
+                     else -np.inf)
         _, _, node_eta = _run(cg, theta, fs, fixed, node_eta, adaptive_eta, max_iter, tol,
-                              state)
+                              state, incumbent)
         _, bound = _objectives(cg, theta, fs, fixed, state)
         if pruned(bound):
             continue

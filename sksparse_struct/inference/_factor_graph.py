@@ -86,8 +86,8 @@ class FactorGraph:
     Examples
     --------
     Two three-state variables ``a`` (binaries 0-2) and ``b`` (3-5) that may
-    not take the same state, through three pair factors with a large
-    penalty... or with hard factors: at most one of ``a = k`` and ``b = k``:
+    not take the same state: at most one of ``a = k`` and ``b = k``, for
+    each ``k``:
 
     >>> from sksparse_struct.inference import FactorGraph
     >>> fg = FactorGraph(6)

@@ -54,12 +54,26 @@ class _Rows:
         return A, np.concatenate(self.lo), np.concatenate(self.hi)
 
 
-def _build(graph, theta, fs, cg, integer, caller):
-    """Objective (to maximise), rows, bounds and integrality of the explicit program."""
+def _program(graph, theta, fs, cg, integer, caller):
+    """Objective (to maximise), rows and bounds; the rows are cached on the graph."""
+    key = ("milp" if integer else "lp", id(cg))
+    cache = getattr(graph, "_highs_cache", None)
+    if cache is None or cache[0] != key:
+        cache = (key, _build(cg, integer, caller))
+        graph._highs_cache = cache
+    c_fixed, A, lo, hi, bounds, n_base = cache[1]
+    c = c_fixed.copy()
+    c[:cg.n_variables] += theta
+    c[cg.n_variables:n_base] += fs
+    return c, A, lo, hi, bounds, n_base
+
+
+def _build(cg, integer, caller):
+    """Fixed objective terms, rows and bounds of the explicit program."""
     n_vars = cg.n_variables
     n_base = n_vars + cg.n_scores
     rows = _Rows()
-    obj = [theta, fs]
+    obj = [np.zeros(n_vars), np.zeros(cg.n_scores)]
     ub = [np.ones(n_vars), np.ones(cg.n_scores)]
     lb = [np.zeros(n_base)]
     n_cols = n_base
@@ -183,11 +197,12 @@ def highs_lp(graph, variable_scores, factor_scores=None):
         For other structure factors.
     """
     cg, theta, fs = check_graph_scores(graph, variable_scores, factor_scores, "highs_lp")
-    c, A, lo, hi, bounds, n_base = _build(graph, theta, fs, cg, False, "highs_lp")
+    c, A, lo, hi, bounds, n_base = _program(graph, theta, fs, cg, False, "highs_lp")
     eq = lo == hi
     A = A.tocsr()
-    A_ub = sp.vstack([A[~eq & np.isfinite(hi)], -A[~eq & np.isfinite(lo)]])
-    b_ub = np.concatenate([hi[~eq & np.isfinite(hi)], -lo[~eq & np.isfinite(lo)]])
+    up, down = ~eq & np.isfinite(hi), ~eq & np.isfinite(lo)
+    A_ub = sp.vstack([A[up], -A[down]]).tocsr()
+    b_ub = np.concatenate([hi[up], -lo[down]])
     res = linprog(-c, A_ub=A_ub if A_ub.shape[0] else None, b_ub=b_ub if A_ub.shape[0] else None,
                   A_eq=A[eq] if eq.any() else None, b_eq=lo[eq] if eq.any() else None,
                   bounds=np.column_stack(bounds), method="highs")
@@ -230,7 +245,7 @@ def milp_map(graph, variable_scores, factor_scores=None, *, time_limit=None):
         For structure factors other than non-projective dependency trees.
     """
     cg, theta, fs = check_graph_scores(graph, variable_scores, factor_scores, "milp_map")
-    c, A, lo, hi, bounds, n_base = _build(graph, theta, fs, cg, True, "milp_map")
+    c, A, lo, hi, bounds, n_base = _program(graph, theta, fs, cg, True, "milp_map")
     integrality = np.zeros(c.shape[0])
     integrality[:n_base] = 1
     options = {} if time_limit is None else {"time_limit": float(time_limit)}

@@ -47,10 +47,12 @@ def random_graph(rng, n_vars, n_factors, kinds=KINDS, max_arity=4):
                 neg2[:-1] = ~neg[:-1]
                 fg.add_implication(v[:-1], v[-1], neg2)
         elif kind == "pair":
+            if n_vars < 2:
+                continue
             v = rng.choice(n_vars, 2, replace=False)
             fg.add_pair(v[0], v[1])
         else:
-            a = min(a, 3)
+            a = min(a, 3, n_vars)
             v = rng.choice(n_vars, a, replace=False)
             allc = np.array(list(itertools.product([0, 1], repeat=a)))
             keep = rng.random(len(allc)) < 0.6
