@@ -129,6 +129,12 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         (:func:`~sksparse_struct.inference.ad3_map`), the LP relaxation
         rounded per variable, or exact MAP by HiGHS
         (:func:`~sksparse_struct.inference.milp_map`).
+    max_bb_nodes : int, default=100
+        With ``decode="exact"``, the branch-and-bound nodes (LP solves) per
+        document: when the budget runs out, the best assignment found is
+        returned, optimal or not (a loopy factor graph can need
+        exponentially many nodes, mostly for badly trained weights; the
+        paper's decoder stopped at depth 5).
     lp_max_iter : int, default=5000
         AD³ iterations per LP solve.
     lp_tol : float, default=1e-6
@@ -190,6 +196,7 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         "link_cost": [StrOptions({"balanced"}), Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "decode": [StrOptions(set(_DECODERS))],
+        "max_bb_nodes": [Interval(Integral, 1, None, closed="left")],
         "lp_max_iter": [Interval(Integral, 1, None, closed="left")],
         "lp_tol": [Interval(Real, 0, None, closed="neither")],
         "n_jobs": [None, Integral],
@@ -208,6 +215,7 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         link_cost="balanced",
         max_iter=100,
         decode="exact",
+        max_bb_nodes=100,
         lp_max_iter=5000,
         lp_tol=1e-6,
         n_jobs=None,
@@ -222,6 +230,7 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         self.link_cost = link_cost
         self.max_iter = max_iter
         self.decode = decode
+        self.max_bb_nodes = max_bb_nodes
         self.lp_max_iter = lp_max_iter
         self.lp_tol = lp_tol
         self.n_jobs = n_jobs
@@ -424,7 +433,13 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         graph = self._graph(doc)
         variable_scores, factor_scores = self._scores(doc, graph)
         if self.decode == "exact":
-            result = ad3_map(graph.graph, variable_scores, factor_scores, **self._ad3_options())
+            try:
+                result = ad3_map(graph.graph, variable_scores, factor_scores,
+                                 max_nodes=self.max_bb_nodes, **self._ad3_options())
+            except ValueError:
+                # No feasible assignment within the node budget: HiGHS's
+                # branch-and-cut always finds one (all links off is feasible).
+                result = milp_map(graph.graph, variable_scores, factor_scores)
         elif self.decode == "milp":
             result = milp_map(graph.graph, variable_scores, factor_scores)
         else:
