@@ -235,3 +235,51 @@ def test_results_do_not_depend_on_n_jobs():
     for (p1, l1), (p2, l2) in zip(one.predict_marginals(X), two.predict_marginals(X)):
         np.testing.assert_array_equal(p1, p2)
         np.testing.assert_array_equal(l1, l2)
+
+
+def _two_paragraph_document(rng, n_first, n_second):
+    """A random document whose candidate links stay inside its two paragraphs."""
+    n = n_first + n_second
+    para = np.array([0] * n_first + [1] * n_second, dtype=np.int64)
+    pairs = np.array([(s, t) for s in range(n) for t in range(n)
+                      if s != t and para[s] == para[t]], dtype=np.int64).reshape(-1, 2)
+    triples = np.array([(a, b, c) for a, b in pairs for b2, c in pairs if b2 == b and c != a],
+                       dtype=np.int64).reshape(-1, 3)
+    doc = random_document(rng, 2)
+    return doc._replace(
+        props=sp.random(n, 6, density=0.5, random_state=rng, format="csr"),
+        links=sp.random(len(pairs), 5, density=0.5, random_state=rng, format="csr"),
+        link_pairs=pairs,
+        compat=np.column_stack([np.ones(len(pairs)), np.abs(pairs[:, 0] - pairs[:, 1]) == 1,
+                                pairs[:, 0] < pairs[:, 1]]).astype(float),
+        triples=triples, second_order=(rng.rand(len(triples), 35) < 0.3).astype(float),
+        proposition_paragraph=para)
+
+
+@pytest.mark.parametrize("constraints", ["tree", "tree_strict"])
+def test_tree_predictions_are_forests_within_paragraphs(constraints):
+    rng = np.random.RandomState(8)
+    X = [_two_paragraph_document(rng, rng.randint(2, 4), rng.randint(1, 4)) for _ in range(8)]
+    y = [([str(LABELS[c]) for c in rng.randint(len(LABELS), size=doc.props.shape[0])],
+          [tuple(p) for p in doc.link_pairs[rng.rand(len(doc.link_pairs)) < 0.4].tolist()])
+         for doc in X]
+    miner = StructuredSVMArgumentMiner(constraints, strict_labels="fact" if "strict" in
+                                       constraints else None, second_order=("grandparent",),
+                                       C=1.0, max_iter=4, random_state=0).fit(X, y)
+    n_links = 0
+    for doc, (labels, links) in zip(X, miner.predict(X)):
+        heads = {}
+        for s, t in links:
+            assert doc.proposition_paragraph[s] == doc.proposition_paragraph[t]
+            assert s not in heads  # at most one outgoing link
+            heads[s] = t
+            if constraints == "tree_strict":
+                assert labels[s] == "fact"
+        for start in heads:  # no cycle
+            seen, node = set(), start
+            while node in heads:
+                assert node not in seen
+                seen.add(node)
+                node = heads[node]
+        n_links += len(links)
+    assert n_links > 0  # the check above is not vacuous
