@@ -259,13 +259,13 @@ def _two_paragraph_document(rng, n_first, n_second):
 @pytest.mark.parametrize("constraints", ["tree", "tree_strict"])
 def test_tree_predictions_are_forests_within_paragraphs(constraints):
     rng = np.random.RandomState(8)
-    X = [_two_paragraph_document(rng, rng.randint(2, 4), rng.randint(1, 4)) for _ in range(8)]
+    X = [_two_paragraph_document(rng, rng.randint(2, 4), rng.randint(1, 3)) for _ in range(5)]
     y = [([str(LABELS[c]) for c in rng.randint(len(LABELS), size=doc.props.shape[0])],
           [tuple(p) for p in doc.link_pairs[rng.rand(len(doc.link_pairs)) < 0.4].tolist()])
          for doc in X]
     miner = StructuredSVMArgumentMiner(constraints, strict_labels="fact" if "strict" in
                                        constraints else None, second_order=("grandparent",),
-                                       C=1.0, max_iter=4, random_state=0).fit(X, y)
+                                       C=1.0, max_iter=2, random_state=0).fit(X, y)
     n_links = 0
     for doc, (labels, links) in zip(X, miner.predict(X)):
         heads = {}
