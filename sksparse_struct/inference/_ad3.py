@@ -133,7 +133,7 @@ def check_graph_scores(graph, variable_scores, factor_scores, caller):
 
 def _kernel_args(cg):
     return (cg.f_type, cg.f_start, cg.slot_var, cg.slot_neg, cg.f_score, cg.f_table,
-            cg.tab_cfg, cg.tab_nc, cg.tab_gram, cg.cfg_ptr, cg.cfg_on, cg.gram)
+            cg.tab_cfg, cg.tab_nc, cg.tab_gram, cg.cfg_ptr, cg.cfg_on, cg.cfg_ok, cg.gram)
 
 
 def _initial_state(cg):
@@ -239,7 +239,8 @@ def _objectives(cg, theta, fs, fixed, state):
     struct_values = _structure_dual(cg, theta, lam, fs) if cg.structures else np.zeros(
         cg.f_type.shape[0])
     dual = dual_value(cg.f_type, cg.f_start, cg.slot_var, cg.slot_neg, cg.f_score, cg.f_table,
-                      cg.tab_cfg, cg.tab_nc, cg.cfg_ptr, cg.cfg_on, cg.deg, fixed, theta, lam,
+                      cg.tab_cfg, cg.tab_nc, cg.cfg_ptr, cg.cfg_on, cg.cfg_ok, cg.deg, fixed,
+                      theta, lam,
                       fs, struct_values)
     return primal, float(dual)
 
@@ -348,7 +349,7 @@ def evaluate(cg, theta, fs, x):
     add = np.zeros(cg.n_scores)
     feasible, score, _ = evaluate_assignment(
         cg.f_type, cg.f_start, cg.slot_var, cg.slot_neg, cg.f_score, cg.f_table, cg.tab_cfg,
-        cg.tab_nc, cg.cfg_ptr, cg.cfg_on, x, fs, add)
+        cg.tab_nc, cg.cfg_ptr, cg.cfg_on, cg.cfg_ok, x, fs, add)
     if not feasible:
         return False, -np.inf, add
     score += float(theta @ x)

@@ -329,6 +329,10 @@ def test_validation_errors():
         fg.add_dense([0, 1], [[0, 2]])
     with pytest.raises(ValueError, match="duplicate"):
         fg.add_dense([0, 1], [[0, 1], [0, 1]])
+    with pytest.raises(ValueError, match="every configuration is forbidden"):
+        fg.add_dense([0, 1], [[0, 1], [1, 1]], forbidden=[True, True])
+    with pytest.raises(ValueError, match="one per configuration"):
+        fg.add_dense([0, 1], [[0, 1], [1, 1]], forbidden=[True])
     with pytest.raises(ValueError, match="unary parts"):
         fg.add_structure(DependencyTree(), [0, 1], np.zeros((3, 3)))
     with pytest.raises(ValueError, match="non-negative integer"):
