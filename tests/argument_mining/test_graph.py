@@ -86,7 +86,7 @@ def test_tiny_document_brute_force():
     ag = build_argument_graph(3, 2, pairs, triples, illegal_label_pairs=[(1, 0)])
     for _ in range(3):
         theta, fs = random_scores(rng, ag, link_mean=0.5)
-        best, bx = brute_force(ag.graph, theta, fs)
+        best, _ = brute_force(ag.graph, theta, fs)
         res = ad3_map(ag.graph, theta, fs)
         assert res.optimal and res.objective == pytest.approx(best)
         labels, links = decode(ag, res.variables, pairs)
