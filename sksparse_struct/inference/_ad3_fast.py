@@ -484,12 +484,13 @@ def dense_workspace(f_type, f_start, f_score, f_table, tab_nc, tab_gram, gram, a
 def ad3_loop(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, tab_nc,
              tab_gram, cfg_ptr, cfg_on, cfg_ok, gram, v_ptr, v_slots, slot_factor, deg, fixed,
              theta, factor_scores, q, lam, u, add, eta, adaptive, max_iter, tol,
-             lower_bound):
+             lower_bound, gap_tol):
     """The whole AD3 loop for graphs without structure factors.
 
     Updates ``q, lam, u, add`` in place. Every 50 iterations the dual value
-    is computed, and the loop stops early when it falls below
-    ``lower_bound`` (branch-and-bound: the node cannot beat the incumbent).
+    is computed; the loop stops early when it falls below ``lower_bound``
+    (branch-and-bound: the node cannot beat the incumbent), or (converged)
+    when it is within ``gap_tol`` (relative) of the primal objective.
     Returns ``(n_iter, converged, eta)``.
     """
     n_vars = deg.shape[0]
@@ -515,12 +516,21 @@ def ad3_loop(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, tab
         if primal_res < tol and dual_res < tol:
             converged = True
             break
-        if lower_bound > -np.inf and t % 50 == 0:
+        if (lower_bound > -np.inf or gap_tol > 0.0) and t % 50 == 0:
             bound = dual_value(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg,
                                tab_nc, cfg_ptr, cfg_on, cfg_ok, deg, fixed, theta, lam,
                                factor_scores, np.zeros(f_type.shape[0]))
             if bound < lower_bound:
                 break
+            if gap_tol > 0.0:
+                primal = 0.0
+                for i in range(n_vars):
+                    primal += theta[i] * u[i]
+                for i in range(add.shape[0]):
+                    primal += factor_scores[i] * add[i]
+                if abs(bound - primal) <= gap_tol * max(1.0, abs(bound)):
+                    converged = True
+                    break
         refresh = t % 50 == 0
         if adaptive and (t - 1) % ADAPT_EVERY == 0:
             eta, changed = adapt_eta(eta, primal_res, dual_res)

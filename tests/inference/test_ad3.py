@@ -45,6 +45,19 @@ def test_lp_value_equals_highs(kind):
         assert _rel(res.dual, ref.primal) < 1e-5
 
 
+def test_gap_tolerance_stops_early_and_close():
+    rng = np.random.default_rng(10)
+    for _ in range(10):
+        fg, _ = random_graph(rng, 12, 20)
+        theta, fs = random_scores(rng, fg)
+        res = ad3(fg, theta, fs, gap_tol=1e-4)
+        full = ad3(fg, theta, fs)
+        assert res.converged and res.n_iter <= full.n_iter
+        assert _rel(res.primal, highs_lp(fg, theta, fs).primal) < 1e-3
+    with pytest.raises(ValueError, match="gap_tol"):
+        ad3(fg, theta, fs, gap_tol=0)
+
+
 def test_lp_default_tolerance_close():
     rng = np.random.default_rng(1)
     for _ in range(10):
