@@ -8,7 +8,9 @@ antisymmetry and transitivity, and the ten illegal label pairs. Potentials
 are synthetic but shaped like a trained model's: proposition scores
 N(0, 1) plus 2 on a preferred label, link on-scores N(-3, 1.5) (N(1, 1.5) on
 the few "gold" links), compatibility scores from a shared tensor and the
-link's two compatibility features, small pair scores. With ``cost``, the
+link's two compatibility features, small pair scores. The strict rules are
+implication factors, or (``strict in compat``) forbidden configurations of
+the compatibility factors (same MAP, tighter LP). With ``cost``, the
 scores are loss-augmented as in training (+1 on every non-gold label and on
 gold-off links, -30 on gold-on links, i.e. +30 on their "off" state).
 
@@ -64,13 +66,14 @@ def candidates(n):
     return pairs, np.array(triples, dtype=np.int64).reshape(-1, 3)
 
 
-def make_problem(n, rng, tensors, cost, pair_sd=0.2):
+def make_problem(n, rng, tensors, cost, pair_sd=0.2, strict_in_compat=False):
     from sksparse_struct.argument_mining._graph import build_argument_graph
 
     K = len(LABELS)
     pairs, triples = candidates(n)
     ag = build_argument_graph(n, K, pairs, triples, constraints="cdcp",
-                              second_order=("coparent", "sibling"), illegal_label_pairs=ILLEGAL)
+                              second_order=("coparent", "sibling"), illegal_label_pairs=ILLEGAL,
+                              strict_in_compat=strict_in_compat)
     fg = ag.graph
     theta = np.zeros(fg.n_variables)
     preferred = rng.integers(K, size=n)
@@ -95,13 +98,13 @@ def make_problem(n, rng, tensors, cost, pair_sd=0.2):
     return fg, theta, fs
 
 
-def problems(sizes, cost, seed=0):
+def problems(sizes, cost, seed=0, strict_in_compat=False):
     rng = np.random.default_rng(seed)
     K = len(LABELS)
     tensors = tuple(rng.normal(0.0, 0.3, 2 * K * K) for _ in range(3))
     out = []
     for n in sizes:
-        fg, theta, fs = make_problem(n, rng, tensors, cost)
+        fg, theta, fs = make_problem(n, rng, tensors, cost, strict_in_compat=strict_in_compat)
         fg.compile()
         out.append((fg, theta, fs))
     return out
@@ -118,13 +121,13 @@ def time_highs(probs):
     return np.array(times), np.array(values)
 
 
-def time_ad3(probs, tol):
+def time_ad3(probs, tol, gap_tol=None):
     from sksparse_struct.inference import ad3
 
     times, values, iters, integral, converged = [], [], [], 0, 0
     for fg, theta, fs in probs:
         t0 = time.perf_counter()
-        r = ad3(fg, theta, fs, tol=tol)
+        r = ad3(fg, theta, fs, tol=tol, gap_tol=gap_tol)
         times.append(time.perf_counter() - t0)
         values.append(r.primal)
         iters.append(r.n_iter)
@@ -157,6 +160,8 @@ def main():
     parser.add_argument("--out", default=None, help="also write the report to this file")
     parser.add_argument("--tol", default="1e-6,1e-5,1e-4",
                         help="AD3 residual tolerances (comma separated)")
+    parser.add_argument("--gap-tol", default="1e-4",
+                        help="AD3 gap tolerances (comma separated; with the first tol)")
     parser.add_argument("--max-props", type=int, default=16,
                         help="largest document (in propositions) given to HiGHS")
     args = parser.parse_args()
@@ -165,6 +170,7 @@ def main():
         print("skipped: no CDCP data; pass --data DIR or set SKSPARSE_STRUCT_SHARED_DATA")
         return
     tols = [float(t) for t in args.tol.split(",")]
+    gaps = [float(t) for t in args.gap_tol.split(",")] if args.gap_tol else []
     all_sizes = document_sizes(data_dir)
     sizes = [n for n in all_sizes if n <= args.max_props]
     big = [n for n in all_sizes if n > args.max_props]
@@ -175,22 +181,25 @@ def main():
                  f"AD3 eta=0.1 adaptive, max_iter=5000")
     time_ad3(problems(sizes[:3], False), 1e-6)  # load the cached kernels
     rows = []
-    for cost in (False, True):
-        name = "cost-augmented" if cost else "plain"
-        probs = problems(sizes, cost)
+    for cost, in_compat in ((False, False), (True, False), (False, True), (True, True)):
+        name = ("cost-augmented" if cost else "plain") + (
+            ", strict in compat" if in_compat else "")
+        probs = problems(sizes, cost, strict_in_compat=in_compat)
         th, ref = time_highs(probs)
         rows.append([name, "HiGHS LP", fmt(1e3 * np.median(th)), fmt(1e3 * th.max()),
                      fmt(th.sum()), "1", "", "", "", ""])
-        for tol in tols:
-            ta, val, iters, integral, converged = time_ad3(probs, tol)
+        for tol, gap in [(t, None) for t in tols] + [(tols[0], g) for g in gaps]:
+            ta, val, iters, integral, converged = time_ad3(probs, tol, gap)
             rel = np.abs(val - ref) / np.maximum(1.0, np.abs(ref))
-            rows.append([name, f"AD3 tol={tol:g}", fmt(1e3 * np.median(ta)),
+            label = f"AD3 tol={tol:g}" + (f" gap_tol={gap:g}" if gap else "")
+            rows.append([name, label, fmt(1e3 * np.median(ta)),
                          fmt(1e3 * ta.max()), fmt(ta.sum()), fmt(th.sum() / ta.sum()),
                          f"{rel.max():.1e}", f"{int(np.median(iters))} / {iters.max()}",
                          f"{integral}/{len(sizes)}", f"{converged}/{len(sizes)}"])
         print(rst_table(["potentials", "solver", "median ms/doc", "max ms/doc", "total s",
                          "speed-up", "max rel. obj. diff", "AD3 iter (median / max)",
-                         "integral", "converged"], rows[-1 - len(tols):]), flush=True)
+                         "integral", "converged"], rows[-1 - len(tols) - len(gaps):]),
+              flush=True)
     table = rst_table(["potentials", "solver", "median ms/doc", "max ms/doc", "total s",
                        "speed-up", "max rel. obj. diff", "AD3 iter (median / max)",
                        "integral", "converged"], rows)

@@ -85,7 +85,8 @@ def compat_configurations(n_labels):
 
 def build_argument_graph(n_props, n_labels, link_pairs, triples, *, constraints="cdcp",
                          second_order=("coparent", "sibling"), illegal_label_pairs=(),
-                         required_source_label=None, proposition_paragraph=None):
+                         required_source_label=None, proposition_paragraph=None,
+                         strict_in_compat=False):
     """Build the factor graph of one document.
 
     Parameters
@@ -118,6 +119,14 @@ default=("coparent", "sibling")
         If given, the source of every link that is on has this label.
     proposition_paragraph : array-like of shape (n_props,) or None
         Paragraph of each proposition (tree constraints); None: one paragraph.
+    strict_in_compat : bool, default=False
+        How ``illegal_label_pairs`` and ``required_source_label`` are
+        enforced. False: one implication factor per link and rule (the
+        formulation of Niculae et al.). True: the compatibility factors
+        forbid the configurations "link on" with an illegal label pair (or a
+        source label other than the required one), keeping the layout of
+        their scores. The MAP is the same; the LP relaxation is tighter
+        (more often integral) and has far fewer factors.
 
     Returns
     -------
@@ -187,7 +196,17 @@ default=("coparent", "sibling")
     src, trg = pairs[:, 0], pairs[:, 1]
     if n_links:
         compat_vars = np.column_stack([prop_vars[src], prop_vars[trg], link_vars])
-        compat_offsets = fg.add_denses(compat_vars, compat_configurations(K))
+        forbidden = None
+        if strict_in_compat and (illegal.size or required_source_label is not None):
+            idx = np.arange(K * K * 2)
+            i, j, r = idx // (2 * K), (idx // 2) % K, idx % 2
+            bad = np.zeros((K, K), dtype=bool)
+            if illegal.size:
+                bad[illegal[:, 0], illegal[:, 1]] = True
+            if required_source_label is not None:
+                bad[np.arange(K) != required_source_label, :] = True
+            forbidden = (r == 1) & bad[i, j]
+        compat_offsets = fg.add_denses(compat_vars, compat_configurations(K), forbidden)
     else:
         compat_offsets = np.zeros(0, dtype=np.int64)
     pair_offsets = {}
@@ -248,14 +267,14 @@ default=("coparent", "sibling")
             fg.add_structure(DependencyTree(single_root=False), variables,
                              np.zeros((n + 1, n + 1)))
         # a proposition alone in its paragraph keeps an unused root variable
-    if n_links and illegal.size:
+    if n_links and illegal.size and not strict_in_compat:
         ant = np.concatenate([np.column_stack([prop_vars[src, i], prop_vars[trg, j]])
                               for i, j in illegal])
         cons = np.tile(link_vars, illegal.shape[0])
         neg = np.zeros((ant.shape[0], 3), dtype=bool)
         neg[:, 2] = True
         fg.add_implications(ant, cons, neg)
-    if n_links and required_source_label is not None:
+    if n_links and required_source_label is not None and not strict_in_compat:
         fg.add_implications(link_vars[:, None], prop_vars[src, required_source_label])
     return ArgumentGraph(graph=fg, prop_vars=prop_vars, link_vars=link_vars,
                          compat_offsets=np.asarray(compat_offsets, dtype=np.int64),

@@ -57,7 +57,8 @@ class AD3Result(NamedTuple):
     n_iter : int
         Iterations run.
     converged : bool
-        Whether the primal and dual residuals fell below ``tol``.
+        Whether the primal and dual residuals fell below ``tol`` (or the
+        duality gap below ``gap_tol``).
     eta : float
         The step size at the end (adapted when ``adaptive_eta``).
     state : tuple or None
@@ -133,7 +134,7 @@ def check_graph_scores(graph, variable_scores, factor_scores, caller):
 
 def _kernel_args(cg):
     return (cg.f_type, cg.f_start, cg.slot_var, cg.slot_neg, cg.f_score, cg.f_table,
-            cg.tab_cfg, cg.tab_nc, cg.tab_gram, cg.cfg_ptr, cg.cfg_on, cg.gram)
+            cg.tab_cfg, cg.tab_nc, cg.tab_gram, cg.cfg_ptr, cg.cfg_on, cg.cfg_ok, cg.gram)
 
 
 def _initial_state(cg):
@@ -183,18 +184,21 @@ def _structure_dual(cg, theta, lam, fs):
     return values
 
 
-def _run(cg, theta, fs, fixed, eta, adaptive, max_iter, tol, state, lower_bound=-np.inf):
+def _run(cg, theta, fs, fixed, eta, adaptive, max_iter, tol, state, lower_bound=-np.inf,
+         gap_tol=0.0):
     """AD3 from ``state`` (updated in place); ``(n_iter, converged, eta)``.
 
     Stops early when the dual value (computed every 50 iterations) falls
-    below ``lower_bound``.
+    below ``lower_bound``, or (converged) when it is within ``gap_tol``
+    (relative) of the primal objective.
     """
     u, q, lam, add, inits = state
     kargs = _kernel_args(cg)
     if not cg.structures:
         n_iter, converged, eta = ad3_loop(
             *kargs, cg.v_ptr, cg.v_slots, cg.slot_factor, cg.deg, fixed, theta, fs, q, lam, u,
-            add, float(eta), bool(adaptive), int(max_iter), float(tol), float(lower_bound))
+            add, float(eta), bool(adaptive), int(max_iter), float(tol), float(lower_bound),
+            float(gap_tol))
         return int(n_iter), bool(converged), float(eta)
     # With structure factors: the same loop, in Python around the kernels.
     share = np.where(cg.deg > 0, theta / np.maximum(cg.deg, 1), 0.0)
@@ -218,8 +222,12 @@ def _run(cg, theta, fs, fixed, eta, adaptive, max_iter, tol, state, lower_bound=
         if primal_res < tol and dual_res < tol:
             converged = True
             break
-        if lower_bound > -np.inf and t % 50 == 0:
-            if _objectives(cg, theta, fs, fixed, state)[1] < lower_bound:
+        if (lower_bound > -np.inf or gap_tol > 0) and t % 50 == 0:
+            primal, bound = _objectives(cg, theta, fs, fixed, state)
+            if bound < lower_bound:
+                break
+            if gap_tol > 0 and abs(bound - primal) <= gap_tol * max(1.0, abs(bound)):
+                converged = True
                 break
         refresh = t % 50 == 0
         if adaptive and (t - 1) % ADAPT_EVERY == 0:
@@ -239,7 +247,8 @@ def _objectives(cg, theta, fs, fixed, state):
     struct_values = _structure_dual(cg, theta, lam, fs) if cg.structures else np.zeros(
         cg.f_type.shape[0])
     dual = dual_value(cg.f_type, cg.f_start, cg.slot_var, cg.slot_neg, cg.f_score, cg.f_table,
-                      cg.tab_cfg, cg.tab_nc, cg.cfg_ptr, cg.cfg_on, cg.deg, fixed, theta, lam,
+                      cg.tab_cfg, cg.tab_nc, cg.cfg_ptr, cg.cfg_on, cg.cfg_ok, cg.deg, fixed,
+                      theta, lam,
                       fs, struct_values)
     return primal, float(dual)
 
@@ -270,7 +279,7 @@ def _warm_state(cg, warm_start, caller):
 
 
 def ad3(graph, variable_scores, factor_scores=None, *, eta=0.1, adaptive_eta=True,
-        max_iter=5000, tol=1e-6, warm_start=None):
+        max_iter=5000, tol=1e-6, gap_tol=None, warm_start=None):
     """LP-MAP inference on a factor graph with AD3.
 
     Maximises ``variable_scores . u + factor_scores . v`` over the local
@@ -299,6 +308,12 @@ def ad3(graph, variable_scores, factor_scores=None, *, eta=0.1, adaptive_eta=Tru
     tol : float, default=1e-6
         Stop when both residuals (root mean squares over the factors' copies
         of the variables) are below ``tol``.
+    gap_tol : float or None, default=None
+        If given, also stop (as converged) when the dual value, computed
+        every 50 iterations, is within ``gap_tol`` (relative) of the primal
+        objective. The residual criterion is slow to reach on fractional
+        LPs whose objective has long settled; note that the primal point is
+        only feasible up to the residuals.
     warm_start : AD3Result, default=None
         A result of ``ad3`` on the same graph (possibly other scores): start
         from its multipliers, copies and step size.
@@ -325,12 +340,16 @@ def ad3(graph, variable_scores, factor_scores=None, *, eta=0.1, adaptive_eta=Tru
     """
     cg, theta, fs = check_graph_scores(graph, variable_scores, factor_scores, "ad3")
     _check_solver_args(eta, max_iter, tol, "ad3")
+    if gap_tol is not None and not (isinstance(gap_tol, (int, float, np.floating, np.integer))
+                                    and np.isfinite(gap_tol) and gap_tol > 0):
+        raise ValueError(f"ad3: gap_tol must be a positive number or None, got {gap_tol!r}.")
     state, warm_eta = _warm_state(cg, warm_start, "ad3")
     if warm_eta is not None and adaptive_eta:
         eta = warm_eta
     fixed = np.full(cg.n_variables, -1, dtype=np.int64)
     return _result(cg, theta, fs, fixed, state,
-                   *_run(cg, theta, fs, fixed, eta, adaptive_eta, max_iter, tol, state))
+                   *_run(cg, theta, fs, fixed, eta, adaptive_eta, max_iter, tol, state,
+                         gap_tol=0.0 if gap_tol is None else float(gap_tol)))
 
 
 def _result(cg, theta, fs, fixed, state, n_iter, converged, eta):
@@ -348,7 +367,7 @@ def evaluate(cg, theta, fs, x):
     add = np.zeros(cg.n_scores)
     feasible, score, _ = evaluate_assignment(
         cg.f_type, cg.f_start, cg.slot_var, cg.slot_neg, cg.f_score, cg.f_table, cg.tab_cfg,
-        cg.tab_nc, cg.cfg_ptr, cg.cfg_on, x, fs, add)
+        cg.tab_nc, cg.cfg_ptr, cg.cfg_on, cg.cfg_ok, x, fs, add)
     if not feasible:
         return False, -np.inf, add
     score += float(theta @ x)

@@ -309,7 +309,7 @@ def pair_qp(a, b, s):
 
 @njit
 def solve_local(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, tab_nc,
-                tab_gram, cfg_ptr, cfg_on, gram, share, u, lam, rho, factor_scores,
+                tab_gram, cfg_ptr, cfg_on, cfg_ok, gram, share, u, lam, rho, factor_scores,
                 q, add, factor_active, var_active, refresh, f_dense, dS, dk, dB, ws_z, ws_s,
                 ws_theta, ws_r, ws_x, ws_rhs, ws_res):
     """Solve the local QP of every (active) compiled factor; update ``q``, ``add``.
@@ -363,6 +363,9 @@ def solve_local(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, 
             nc = tab_nc[t]
             c0 = tab_cfg[t]
             for c in range(nc):
+                if not cfg_ok[c0 + c]:
+                    ws_theta[c] = -np.inf
+                    continue
                 th = factor_scores[off + c] * inv_rho
                 for e in range(cfg_ptr[c0 + c], cfg_ptr[c0 + c + 1]):
                     th += ws_z[cfg_on[e]]
@@ -479,14 +482,15 @@ def dense_workspace(f_type, f_start, f_score, f_table, tab_nc, tab_gram, gram, a
 
 @njit
 def ad3_loop(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, tab_nc,
-             tab_gram, cfg_ptr, cfg_on, gram, v_ptr, v_slots, slot_factor, deg, fixed,
+             tab_gram, cfg_ptr, cfg_on, cfg_ok, gram, v_ptr, v_slots, slot_factor, deg, fixed,
              theta, factor_scores, q, lam, u, add, eta, adaptive, max_iter, tol,
-             lower_bound):
+             lower_bound, gap_tol):
     """The whole AD3 loop for graphs without structure factors.
 
     Updates ``q, lam, u, add`` in place. Every 50 iterations the dual value
-    is computed, and the loop stops early when it falls below
-    ``lower_bound`` (branch-and-bound: the node cannot beat the incumbent).
+    is computed; the loop stops early when it falls below ``lower_bound``
+    (branch-and-bound: the node cannot beat the incumbent), or (converged)
+    when it is within ``gap_tol`` (relative) of the primal objective.
     Returns ``(n_iter, converged, eta)``.
     """
     n_vars = deg.shape[0]
@@ -502,7 +506,7 @@ def ad3_loop(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, tab
     t = 0
     while t < max_iter:
         solve_local(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, tab_nc,
-                    tab_gram, cfg_ptr, cfg_on, gram, share, u, lam, 2.0 * eta,
+                    tab_gram, cfg_ptr, cfg_on, cfg_ok, gram, share, u, lam, 2.0 * eta,
                     factor_scores, q, add, factor_active, var_active, refresh, f_dense, dS,
                     dk, dB, ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[6])
         primal_res, dual_res = consensus(v_ptr, v_slots, slot_factor, deg, fixed, theta, q,
@@ -512,12 +516,21 @@ def ad3_loop(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, tab
         if primal_res < tol and dual_res < tol:
             converged = True
             break
-        if lower_bound > -np.inf and t % 50 == 0:
+        if (lower_bound > -np.inf or gap_tol > 0.0) and t % 50 == 0:
             bound = dual_value(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg,
-                               tab_nc, cfg_ptr, cfg_on, deg, fixed, theta, lam,
+                               tab_nc, cfg_ptr, cfg_on, cfg_ok, deg, fixed, theta, lam,
                                factor_scores, np.zeros(f_type.shape[0]))
             if bound < lower_bound:
                 break
+            if gap_tol > 0.0:
+                primal = 0.0
+                for i in range(n_vars):
+                    primal += theta[i] * u[i]
+                for i in range(add.shape[0]):
+                    primal += factor_scores[i] * add[i]
+                if abs(bound - primal) <= gap_tol * max(1.0, abs(bound)):
+                    converged = True
+                    break
         refresh = t % 50 == 0
         if adaptive and (t - 1) % ADAPT_EVERY == 0:
             eta, changed = adapt_eta(eta, primal_res, dual_res)
@@ -528,7 +541,7 @@ def ad3_loop(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, tab
 
 @njit
 def dual_value(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, tab_nc,
-               cfg_ptr, cfg_on, deg, fixed, theta, lam, factor_scores, struct_values):
+               cfg_ptr, cfg_on, cfg_ok, deg, fixed, theta, lam, factor_scores, struct_values):
     """The Lagrangian dual ``g(lam)``, an upper bound on the LP (and the MAP).
 
     ``struct_values[f]`` holds the (Python computed) maximum of each structure
@@ -585,6 +598,8 @@ def dual_value(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, t
             c0 = tab_cfg[t]
             best = -np.inf
             for c in range(tab_nc[t]):
+                if not cfg_ok[c0 + c]:
+                    continue
                 val = factor_scores[off + c]
                 for e in range(cfg_ptr[c0 + c], cfg_ptr[c0 + c + 1]):
                     s = s0 + cfg_on[e]
@@ -607,7 +622,7 @@ def dual_value(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, t
 
 @njit
 def evaluate_assignment(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg,
-                        tab_nc, cfg_ptr, cfg_on, x, factor_scores, add):
+                        tab_nc, cfg_ptr, cfg_on, cfg_ok, x, factor_scores, add):
     """Check a 0/1 assignment ``x`` against the compiled factors.
 
     Writes the additional marginals of pair and dense factors into ``add``
@@ -650,7 +665,7 @@ def evaluate_assignment(f_type, f_start, slot_var, slot_neg, f_score, f_table, t
                 cnt = 0
                 for e in range(cfg_ptr[c0 + c], cfg_ptr[c0 + c + 1]):
                     cnt += x[slot_var[s0 + cfg_on[e]]]
-                if cnt == n_on and tot == n_on:
+                if cnt == n_on and tot == n_on and cfg_ok[c0 + c]:
                     if best < 0 or factor_scores[off + c] > factor_scores[off + best]:
                         best = c
             if best < 0:

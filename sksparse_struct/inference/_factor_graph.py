@@ -42,6 +42,7 @@ class CompiledGraph(NamedTuple):
     tab_gram: np.ndarray
     cfg_ptr: np.ndarray
     cfg_on: np.ndarray
+    cfg_ok: np.ndarray
     gram: np.ndarray
     v_ptr: np.ndarray
     v_slots: np.ndarray
@@ -50,6 +51,7 @@ class CompiledGraph(NamedTuple):
     n_scores: int
     structures: tuple  # (factor index, structure, parts, score offset, n_v)
     tables: tuple  # dense configuration tables (n_c, arity) uint8
+    masks: tuple  # their forbidden configurations
 
 
 _KIND_NAMES = {XOR: "XOR", AT_MOST_ONE: "AtMostOne", OR: "OR", PAIR: "pair", DENSE: "dense"}
@@ -109,6 +111,7 @@ class FactorGraph:
         self._blocks = []  # (kind, V, neg, score_offsets, table)
         self._structures = []  # (structure, variables, parts, score offset, n_v)
         self._tables = []
+        self._masks = []
         self._table_index = {}
         self._sizes = []  # sizes of the scored factors, in order
         self._n_scores = 0
@@ -268,7 +271,7 @@ class FactorGraph:
                              np.zeros((0, 2), dtype=np.int64), "add_pair")
         return self._add_block(PAIR, V, np.zeros(V.shape, dtype=np.bool_), 1)
 
-    def add_dense(self, variables, configurations):
+    def add_dense(self, variables, configurations, forbidden=None):
         """A dense factor: a distribution over given 0/1 configurations.
 
         Parameters
@@ -279,15 +282,19 @@ class FactorGraph:
             The allowed joint 0/1 values of the variables, one per row (no
             duplicates); any other joint value is forbidden. Configuration
             ``c`` scores ``factor_scores[offset + c]``.
+        forbidden : array-like of bool of shape (n_configurations,), default=None
+            Configurations that are listed (they keep their place in the
+            scores' layout) but not allowed: their scores are ignored and
+            their marginals are 0.
 
         Returns
         -------
         offset : int
             Position of its first score in ``factor_scores``.
         """
-        return int(self.add_denses([variables], configurations)[0])
+        return int(self.add_denses([variables], configurations, forbidden)[0])
 
-    def add_denses(self, variables, configurations):
+    def add_denses(self, variables, configurations, forbidden=None):
         """One dense factor per row of ``variables``, all with the same configurations."""
         V = self._check_vars(variables, "add_dense")
         C = np.asarray(configurations)
@@ -300,11 +307,23 @@ class FactorGraph:
         C = np.ascontiguousarray(C.astype(np.uint8))
         if np.unique(C, axis=0).shape[0] != C.shape[0]:
             raise ValueError("add_dense: configurations has duplicate rows.")
-        key = (C.shape, C.tobytes())
+        if forbidden is None:
+            mask = np.zeros(C.shape[0], dtype=np.bool_)
+        else:
+            mask = np.asarray(forbidden)
+            if mask.shape != (C.shape[0],) or not np.all((mask == 0) | (mask == 1)):
+                raise ValueError(
+                    f"add_dense: forbidden must be {C.shape[0]} booleans, one per "
+                    f"configuration, got shape {mask.shape}.")
+            mask = mask.astype(np.bool_)
+            if mask.all():
+                raise ValueError("add_dense: every configuration is forbidden.")
+        key = (C.shape, C.tobytes(), mask.tobytes())
         table = self._table_index.get(key)
         if table is None:
             table = len(self._tables)
             self._tables.append(C)
+            self._masks.append(mask)
             self._table_index[key] = table
         return self._add_block(DENSE, V, np.zeros(V.shape, dtype=np.bool_), C.shape[0], table)
 
@@ -425,8 +444,10 @@ class FactorGraph:
             tab_gram=np.asarray(tab_gram, dtype=np.int64),
             cfg_ptr=np.asarray(cfg_ptr, dtype=np.int64),
             cfg_on=np.asarray(cfg_on, dtype=np.int64),
+            cfg_ok=(~np.concatenate(self._masks) if self._masks
+                    else np.zeros(0, dtype=np.bool_)),
             gram=cat(gram, np.float64) if gram else np.zeros(0),
             v_ptr=v_ptr, v_slots=v_slots, slot_factor=slot_factor, deg=deg,
             n_scores=self._n_scores, structures=tuple(structures),
-            tables=tuple(self._tables),
+            tables=tuple(self._tables), masks=tuple(self._masks),
         )

@@ -106,6 +106,9 @@ def _build(cg, integer, caller):
                     C = cg.tables[t].astype(np.float64)  # (n_c, a)
                     nc = C.shape[0]
                     p = n_vars + cg.f_score[ft][:, None] + np.arange(nc)  # (n, nc)
+                    if cg.masks[t].any():
+                        ub[1] = ub[1].copy()
+                        ub[1][(p[:, cg.masks[t]] - n_vars).ravel()] = 0.0
                     rows.add(p, 1.0, 1.0, 1.0)
                     Vt = cg.slot_var[cg.f_start[ft][:, None] + np.arange(a)]
                     for i in range(a):

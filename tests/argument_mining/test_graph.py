@@ -86,7 +86,7 @@ def test_tiny_document_brute_force():
     ag = build_argument_graph(3, 2, pairs, triples, illegal_label_pairs=[(1, 0)])
     for _ in range(3):
         theta, fs = random_scores(rng, ag, link_mean=0.5)
-        best, bx = brute_force(ag.graph, theta, fs)
+        best, _ = brute_force(ag.graph, theta, fs)
         res = ad3_map(ag.graph, theta, fs)
         assert res.optimal and res.objective == pytest.approx(best)
         labels, links = decode(ag, res.variables, pairs)
@@ -200,3 +200,28 @@ def test_cdcp_transitivity_count():
     ag = build_argument_graph(n, 2, pairs, triples, second_order=())
     n_perm = len(list(itertools.permutations(range(n), 3)))
     assert ag.graph.n_factors - base.graph.n_factors == n_perm + n * (n - 1) // 2
+
+
+@pytest.mark.parametrize("required", [None, 1])
+def test_strict_in_compat_same_map_tighter_lp(required):
+    rng = np.random.default_rng(4)
+    K, n = 3, 5
+    illegal = [(2, 0), (2, 1), (1, 0)]
+    pairs, triples = candidates(np.zeros(n, dtype=int))
+    a = build_argument_graph(n, K, pairs, triples, illegal_label_pairs=illegal,
+                             required_source_label=required)
+    b = build_argument_graph(n, K, pairs, triples, illegal_label_pairs=illegal,
+                             required_source_label=required, strict_in_compat=True)
+    assert b.graph.n_factors < a.graph.n_factors
+    assert b.graph.n_factor_scores == a.graph.n_factor_scores  # same layout
+    np.testing.assert_array_equal(a.compat_offsets, b.compat_offsets)
+    for _ in range(2):
+        theta, fs = random_scores(rng, a, link_mean=0.0, factor_scale=0.3)
+        ma, mb = milp_map(a.graph, theta, fs), ad3_map(b.graph, theta, fs)
+        assert mb.optimal and mb.objective == pytest.approx(ma.objective)
+        labels, links = decode(b, mb.variables, pairs)
+        check_cdcp(labels, links, n, set(illegal), required)
+        la = highs_lp(a.graph, theta, fs).primal
+        lb = ad3(b.graph, theta, fs, tol=1e-8, max_iter=20000).primal
+        assert lb == pytest.approx(highs_lp(b.graph, theta, fs).primal, rel=1e-6)
+        assert lb <= la + 1e-6

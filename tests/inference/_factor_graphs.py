@@ -56,8 +56,12 @@ def random_graph(rng, n_vars, n_factors, kinds=KINDS, max_arity=4):
             v = rng.choice(n_vars, a, replace=False)
             allc = np.array(list(itertools.product([0, 1], repeat=a)))
             keep = rng.random(len(allc)) < 0.6
-            keep |= (allc == x[v]).all(axis=1)
-            fg.add_dense(v, allc[keep])
+            planted = (allc == x[v]).all(axis=1)
+            keep |= planted
+            C = allc[keep]
+            # some listed configurations forbidden, never the planted one
+            forbidden = (rng.random(C.shape[0]) < 0.2) & ~planted[keep]
+            fg.add_dense(v, C, forbidden if forbidden.any() else None)
     return fg, x
 
 

@@ -45,6 +45,19 @@ def test_lp_value_equals_highs(kind):
         assert _rel(res.dual, ref.primal) < 1e-5
 
 
+def test_gap_tolerance_stops_early_and_close():
+    rng = np.random.default_rng(10)
+    for _ in range(10):
+        fg, _ = random_graph(rng, 12, 20)
+        theta, fs = random_scores(rng, fg)
+        res = ad3(fg, theta, fs, gap_tol=1e-4)
+        full = ad3(fg, theta, fs)
+        assert res.converged and res.n_iter <= full.n_iter
+        assert _rel(res.primal, highs_lp(fg, theta, fs).primal) < 1e-3
+    with pytest.raises(ValueError, match="gap_tol"):
+        ad3(fg, theta, fs, gap_tol=0)
+
+
 def test_lp_default_tolerance_close():
     rng = np.random.default_rng(1)
     for _ in range(10):
@@ -329,6 +342,10 @@ def test_validation_errors():
         fg.add_dense([0, 1], [[0, 2]])
     with pytest.raises(ValueError, match="duplicate"):
         fg.add_dense([0, 1], [[0, 1], [0, 1]])
+    with pytest.raises(ValueError, match="every configuration is forbidden"):
+        fg.add_dense([0, 1], [[0, 1], [1, 1]], forbidden=[True, True])
+    with pytest.raises(ValueError, match="one per configuration"):
+        fg.add_dense([0, 1], [[0, 1], [1, 1]], forbidden=[True])
     with pytest.raises(ValueError, match="unary parts"):
         fg.add_structure(DependencyTree(), [0, 1], np.zeros((3, 3)))
     with pytest.raises(ValueError, match="non-negative integer"):
