@@ -50,9 +50,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scipy.optimize import minimize
-
 from _bench_utils import fmt, machine_header, rst_table
+from scipy.optimize import minimize
 
 LABELS = ["value", "policy", "testimony", "fact", "reference"]
 PAPER = {  # Table 7.2 (average, link, proposition F1, %)

@@ -60,6 +60,18 @@ class ArgumentGraph(NamedTuple):
     root_vars: np.ndarray = None
 
 
+def pair_links(link_index, triples, kind):
+    """The two candidate links of the ``kind`` pair factor of each triple.
+
+    ``link_index[s, t]`` is the id of candidate link ``s -> t`` (-1 if none).
+    """
+    (i0, j0), (i1, j1) = SECOND_ORDER_TYPES[kind]
+    if not triples.size:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return (link_index[triples[:, i0], triples[:, j0]],
+            link_index[triples[:, i1], triples[:, j1]])
+
+
 def _int_array(x, name, ncols):
     arr = np.asarray(x)
     if arr.size == 0:
@@ -211,9 +223,7 @@ default=("coparent", "sibling")
         compat_offsets = np.zeros(0, dtype=np.int64)
     pair_offsets = {}
     for kind in second_order:
-        (i0, j0), (i1, j1) = SECOND_ORDER_TYPES[kind]
-        first = index[trip[:, i0], trip[:, j0]] if trip.size else np.zeros(0, dtype=np.int64)
-        second = index[trip[:, i1], trip[:, j1]] if trip.size else np.zeros(0, dtype=np.int64)
+        first, second = pair_links(index, trip, kind)
         missing = (first < 0) | (second < 0)
         if missing.any():
             r = int(np.flatnonzero(missing)[0])

@@ -16,12 +16,13 @@ are the fractional marginals of its factors. The weights are laid out as
 the factor graph, :meth:`ArgumentProblem.joint_feature` is its adjoint.
 """
 
+from itertools import pairwise
 from typing import NamedTuple
 
 import numpy as np
 
 from ..inference import ad3
-from ._graph import SECOND_ORDER_TYPES as _PAIR_POSITIONS
+from ._graph import pair_links as _pair_links
 
 __all__ = ["ArgumentProblem", "DocumentTarget", "ParameterLayout", "document_potentials"]
 
@@ -33,9 +34,7 @@ def pair_links(doc, kind):
     n = doc.props.shape[0]
     index = np.full((n, n), -1, dtype=np.int64)
     index[doc.link_pairs[:, 0], doc.link_pairs[:, 1]] = np.arange(doc.link_pairs.shape[0])
-    (i0, j0), (i1, j1) = _PAIR_POSITIONS[kind]
-    trip = doc.triples
-    return index[trip[:, i0], trip[:, j0]], index[trip[:, i1], trip[:, j1]]
+    return _pair_links(index, doc.triples, kind)
 
 
 class ParameterLayout(NamedTuple):
@@ -65,7 +64,7 @@ class ParameterLayout(NamedTuple):
     @property
     def slices(self):
         edges = np.concatenate([[0], np.cumsum(self.sizes)])
-        return tuple(slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]))
+        return tuple(slice(int(a), int(b)) for a, b in pairwise(edges))
 
     @property
     def n_params(self):

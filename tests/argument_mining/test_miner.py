@@ -15,10 +15,8 @@ from sksparse_struct.argument_mining._problem import (
     DocumentTarget,
     ParameterLayout,
     document_potentials,
-    graph_scores,
 )
 from sksparse_struct.feature_extraction import DocumentFeatures
-from sksparse_struct.inference import ad3
 
 LABELS = np.array(sorted(CDCP_OBJECTIVITY), dtype=object)
 
@@ -64,7 +62,7 @@ def test_joint_feature_is_the_adjoint_of_the_potentials(second_order):
     # <psi(m), w> must equal the score of m under the potentials w gives,
     # for any (even non-feasible) m: the two maps are each other's transpose.
     rng = np.random.RandomState(0)
-    problem, doc, graph = _problem(rng, second_order=second_order)
+    problem, doc, _graph = _problem(rng, second_order=second_order)
     for _ in range(3):
         w = rng.randn(problem.n_params)
         m = rng.rand(problem.gold(0).shape[0])
@@ -79,12 +77,12 @@ def test_joint_feature_is_the_adjoint_of_the_potentials(second_order):
 
 def test_cost_of_gold_is_zero_and_counts_weighted_mistakes():
     rng = np.random.RandomState(1)
-    problem, doc, graph = _problem(rng)
+    problem, _doc, _graph = _problem(rng)
     gold = problem.gold(0)
     assert problem.cost(0, gold) == 0.0
     target = problem.targets[0]
     m = gold.copy()
-    p, links, mu, z = problem._unpack(0, m)
+    p, links, _mu, _z = problem._unpack(0, m)
     p[0] = 0.0
     p[0, (target.labels[0] + 1) % len(LABELS)] = 1.0  # one wrong label: cost 1
     e_on = int(np.flatnonzero(target.links == 1)[0]) if target.links.any() else None
@@ -102,7 +100,7 @@ def test_loss_augmented_solution_maximises_the_augmented_score():
     # "cdcp" constraints (n = 3): the LP's objective is at least the best
     # integral one, and equals it when the solution is integral.
     rng = np.random.RandomState(2)
-    problem, doc, graph = _problem(rng, n=3)
+    problem, doc, _graph = _problem(rng, n=3)
     w = rng.randn(problem.n_params)
     m, cost, stats = problem.loss_augmented(w, 0)
     idx, val = problem.joint_feature(0, m)
