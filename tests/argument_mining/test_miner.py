@@ -281,3 +281,23 @@ def test_tree_predictions_are_forests_within_paragraphs(constraints):
                 node = heads[node]
         n_links += len(links)
     assert n_links > 0  # the check above is not vacuous
+
+
+def test_predictions_on_the_cdcp_sample_are_closed_antisymmetric_and_strict():
+    from sksparse_struct.datasets import load_cdcp_sample
+    from sksparse_struct.feature_extraction import ArgumentFeatures
+
+    X_train, y_train, X_test, _ = load_cdcp_sample()
+    features = ArgumentFeatures().fit(X_train, y_train)
+    miner = StructuredSVMArgumentMiner(max_iter=3, random_state=0)
+    miner.fit(features.transform(X_train), y_train)
+    rank = {label: r for r, label in enumerate(CDCP_OBJECTIVITY)}
+    n_links = 0
+    for labels, links in miner.predict(features.transform(X_test)):
+        links = set(links)
+        n_links += len(links)
+        for s, t in links:
+            assert (t, s) not in links
+            assert rank[labels[s]] <= rank[labels[t]]
+            assert all((s, c) in links for t2, c in links if t2 == t and c != s)
+    assert n_links > 0
