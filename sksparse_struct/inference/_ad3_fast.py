@@ -23,6 +23,7 @@ Structure factors (``f_type == STRUCT``) are solved by the Python caller.
 import numpy as np
 
 from ..utils._numba import njit
+from ._sparsemap_fast import bordered_inverse_delete
 
 XOR = 0
 AT_MOST_ONE = 1
@@ -119,18 +120,7 @@ def _kkt_delete(S, k, B, j):
     last = k - 1
     if j != last:
         S[j] = S[last]
-        jj, ll = j + 1, last + 1
-        for c in range(k + 1):
-            B[jj, c], B[ll, c] = B[ll, c], B[jj, c]
-        for r in range(k + 1):
-            B[r, jj], B[r, ll] = B[r, ll], B[r, jj]
-    if last > 0:
-        ll = last + 1
-        inv = 1.0 / B[ll, ll]
-        for r in range(ll):
-            br = B[r, ll] * inv
-            for c in range(ll):
-                B[r, c] -= br * B[ll, c]
+    bordered_inverse_delete(B, j, last)
     return last
 
 

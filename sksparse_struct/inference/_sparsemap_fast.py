@@ -143,10 +143,23 @@ def kkt_delete(M, N, NZ, nnz, G, B, theta, p, k, j):
             G[j, c], G[last, c] = G[last, c], G[j, c]
         for r in range(k):
             G[r, j], G[r, last] = G[r, last], G[r, j]
+    bordered_inverse_delete(B, j, last)
+
+
+@njit
+def bordered_inverse_delete(B, j, last):
+    """Drop member ``j`` of ``last + 1`` from the inverse ``B`` of a bordered KKT matrix.
+
+    ``B`` inverts ``[[0, 1^T], [1, G_SS]]`` (row and column 0: the
+    multiplier). Member ``j``'s row and column swap with the last member's,
+    then the last ones go by the downdating formula ``B' = B_rest - B_rest,l
+    B_l,rest / B_ll``. The active sets of SparseMAP and AD3 both use it.
+    """
+    if j != last:
         jj, ll = j + 1, last + 1
-        for c in range(k + 1):
+        for c in range(last + 2):
             B[jj, c], B[ll, c] = B[ll, c], B[jj, c]
-        for r in range(k + 1):
+        for r in range(last + 2):
             B[r, jj], B[r, ll] = B[r, ll], B[r, jj]
     if last > 0:
         ll = last + 1
