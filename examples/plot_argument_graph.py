@@ -50,7 +50,8 @@ def describe(doc, target, title):
 
 
 def draw(ax, doc, target, gold_links, title):
-    """Propositions as boxes down the page, links as arcs on their right."""
+    """Propositions as boxes down the page, links as arcs on their right (a box's text
+    is cut to 48 characters so that the arcs clear it)."""
     labels, links = target
     n = len(labels)
     for a, (start, end) in enumerate(doc["propositions"]):
@@ -62,11 +63,11 @@ def draw(ax, doc, target, gold_links, title):
     for s, t in sorted(predicted | set(gold_links)):
         missed = (s, t) not in predicted
         colour = "#dd8452" if (s, t) not in gold_links else "black"
-        ax.annotate("", xy=(1.02, n - t), xytext=(1.02, n - s),
+        ax.annotate("", xy=(0.62, n - t), xytext=(0.62, n - s),
                     arrowprops={"arrowstyle": "->", "color": "grey" if missed else colour,
                                 "linestyle": "--" if missed else "-",
                                 "connectionstyle": f"arc3,rad={-0.25 - 0.05 * abs(s - t)}"})
-    ax.set_xlim(-0.05, 1.6)
+    ax.set_xlim(-0.02, 0.85)
     ax.set_ylim(0.3, n + 0.7)
     ax.axis("off")
     ax.set_title(title)
@@ -100,7 +101,11 @@ def main():
     draw(axes[0], doc, gold, set(gold[1]), "gold")
     draw(axes[1], doc, pred, set(gold[1]),
          "predicted (orange: not in gold; dashed: missed)")
-    fig.tight_layout()
+    from matplotlib.patches import Patch
+
+    fig.legend(handles=[Patch(facecolor=c, alpha=0.6, label=label)
+                        for label, c in COLOURS.items()], loc="lower center", ncol=5)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     path = os.path.join(args.output_dir, "argument_graph.png")
     fig.savefig(path, dpi=120)
     print(f"wrote {path}")
