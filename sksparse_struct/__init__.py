@@ -21,7 +21,8 @@ metrics
     accuracy) and their scorers.
 tagging
     ``LinearChainCRF``: sequence taggers trained with CRF, structured SVM,
-    perceptron and SparseMAP losses.
+    perceptron and SparseMAP losses; ``NeuralEasyFirstTagger``: BiLSTM
+    taggers with easy-first sketch steps and constrained attention.
 parsing
     ``SparseMAPParser``: first-order dependency parsers trained with
     SparseMAP, CRF, structured SVM and perceptron losses.
@@ -31,6 +32,12 @@ from . import datasets, feature_extraction, losses, mappings, metrics
 from ._version import __version__
 from .linear_model import FenchelYoungClassifier
 from .parsing import SparseMAPParser
-from .tagging import LinearChainCRF
+from .tagging import LinearChainCRF, NeuralEasyFirstTagger
 
-__all__ = ["__version__", "FenchelYoungClassifier", "LinearChainCRF", "SparseMAPParser"]
+__all__ = [
+    "__version__",
+    "FenchelYoungClassifier",
+    "LinearChainCRF",
+    "NeuralEasyFirstTagger",
+    "SparseMAPParser",
+]
