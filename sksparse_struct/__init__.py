@@ -21,7 +21,8 @@ metrics
     accuracy) and their scorers.
 tagging
     ``LinearChainCRF``: sequence taggers trained with CRF, structured SVM,
-    perceptron and SparseMAP losses; ``NeuralEasyFirstTagger``: BiLSTM
+    perceptron and SparseMAP losses; ``EasyFirstTagger``: easy-first
+    tagging trained by guided learning; ``NeuralEasyFirstTagger``: BiLSTM
     taggers with easy-first sketch steps and constrained attention.
 parsing
     ``SparseMAPParser``: first-order dependency parsers trained with
@@ -32,10 +33,11 @@ from . import datasets, feature_extraction, losses, mappings, metrics
 from ._version import __version__
 from .linear_model import FenchelYoungClassifier
 from .parsing import SparseMAPParser
-from .tagging import LinearChainCRF, NeuralEasyFirstTagger
+from .tagging import EasyFirstTagger, LinearChainCRF, NeuralEasyFirstTagger
 
 __all__ = [
     "__version__",
+    "EasyFirstTagger",
     "FenchelYoungClassifier",
     "LinearChainCRF",
     "NeuralEasyFirstTagger",

@@ -1,0 +1,391 @@
+"""The feature-based easy-first tagger (Goldberg & Elhadad, 2010), trained by guided learning."""
+
+import sys
+import time
+from numbers import Integral, Real
+from types import SimpleNamespace
+
+import numpy as np
+import scipy.sparse as sp
+from joblib import effective_n_jobs
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from ..metrics import flat_accuracy_score
+from ..utils._sklearn_compat import Interval, fit_context
+from . import _easy_first_fast as fast
+from ._linear_chain import LinearChainCRF, _check_sequence_list
+from ._problem import ChainData, ChainRunner, frequency_rank
+
+__all__ = ["EasyFirstTagger"]
+
+# The names of the sketch values that are not tags.
+_UNDECIDED = "<undecided>"
+_OUTSIDE = "<outside>"
+
+
+def _sketch_feature_names(classes, window):
+    """Names of the sketch features, in the row order of ``_easy_first_fast``."""
+    values = [str(c) for c in classes] + [_UNDECIDED, _OUTSIDE]
+    names = []
+    for d in range(1, window + 1):
+        names += [f"tag[-{d}]={v}" for v in values]
+        names += [f"tag[+{d}]={v}" for v in values]
+    pairs = []
+    if window >= 1:
+        pairs.append("tag[-1]|tag[+1]")
+    if window >= 2:
+        pairs += ["tag[-2]|tag[-1]", "tag[+1]|tag[+2]"]
+    for p in pairs:
+        names += [f"{p}={a}|{b}" for a in values for b in values]
+    return names
+
+
+class EasyFirstTagger(BaseEstimator):
+    """Easy-first tagger: tags the easiest token first, then uses its tag as context.
+
+    Instead of tagging from left to right, the tagger repeatedly picks, among
+    the tokens still untagged, the (token, tag) pair with the highest score
+    and fixes it (Goldberg & Elhadad, 2010; Martins & Kreutzer, 2017,
+    Alg. 1). The score of tag ``y`` at token ``i`` is linear,
+    ``w . phi(x, i, y, S)``: the token's features (the same ``X`` as
+    :class:`LinearChainCRF` takes) plus *sketch* features of the tags
+    already decided within ``window`` tokens (each neighbour's tag,
+    "undecided" or "outside the sentence", and pairs of neighbours). After
+    a decision only the scores of its neighbours change, so they alone are
+    rescored: decoding a sentence of ``L`` tokens costs ``O(L * a * K)`` for
+    the token scores (``a`` features per token, ``K`` tags) plus
+    ``O(L * window * K + L^2)`` for the easy-first loop.
+
+    Training is guided learning with an averaged perceptron: the decoder
+    runs on each training sentence; when the action it chooses has a wrong
+    tag, the weights move towards the highest-scoring correct action (an
+    untagged token with its gold tag) and away from the chosen one, and the
+    correct action is applied before going on.
+
+    Read more in the :ref:`User Guide <easy_first>`.
+
+    Parameters
+    ----------
+    max_iter : int, default=10
+        Epochs over the training data. Training stops earlier after an
+        epoch without mistakes (or, with ``early_stopping``, when the
+        held-out accuracy stops improving).
+    window : int, default=2
+        Sketch features look at the tags up to ``window`` tokens left and
+        right: the tag at ``i - d`` and at ``i + d`` for ``d = 1 .. window``,
+        the pair at ``(i - 1, i + 1)`` when ``window >= 1``, and the pairs at
+        ``(i - 2, i - 1)`` and ``(i + 1, i + 2)`` when ``window >= 2``. With
+        ``window=0`` every token is tagged from its own features only (the
+        order then does not change the tags).
+    average : bool, default=True
+        Return the average of the weights after each training sentence
+        (the averaged perceptron) rather than the last weights.
+    all_possible_states : bool, default=False
+        If False, a token feature gets a weight only for the tags it was seen
+        with in training (as in :class:`LinearChainCRF`); if True for every
+        tag.
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the training sentences, keep the
+        weights of the epoch with the best token accuracy on them, and stop
+        after ``n_iter_no_change`` epochs without improvement.
+    validation_fraction : float, default=0.1
+        Fraction of the sentences held out with ``early_stopping``.
+    n_iter_no_change : int, default=3
+        Epochs without improvement of the held-out accuracy before stopping.
+    random_state : int, RandomState instance or None, default=None
+        Shuffling of the sentences at each epoch, and the held-out split.
+    verbose : int, default=0
+        If positive, print the epoch, its mistakes and the elapsed time every
+        ``verbose`` epochs.
+    n_jobs : int, default=None
+        Threads used by prediction, over fixed chunks of sentences; ``None``
+        means 1, -1 all cores. Training (one update at a time) is
+        sequential. Results do not depend on ``n_jobs``.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The tags, sorted (in the order of first appearance if they cannot be
+        sorted).
+    coef_ : scipy.sparse.csr_matrix of shape (n_classes, n_features)
+        Weights of the token features; the stored entries are the model's
+        (feature, tag) pairs.
+    sketch_coef_ : ndarray of shape (n_sketch_features, n_classes)
+        Weights of the sketch features, named by ``sketch_feature_names_``.
+    sketch_feature_names_ : list of str
+        ``"tag[-1]=NOUN"``, ``"tag[+2]=<undecided>"``,
+        ``"tag[-1]|tag[+1]=DET|<outside>"``, ...
+    vectorizer_ : SequenceVectorizer or None
+        The feature vocabulary, when ``X`` was given as feature dicts.
+    n_features_in_ : int
+        Number of token features.
+    n_iter_ : int
+        Epochs run.
+    n_mistakes_ : ndarray of shape (n_iter_,)
+        Updates (wrong actions) made in each epoch.
+    validation_scores_ : ndarray of shape (n_iter_,) or None
+        Held-out token accuracy after each epoch (``early_stopping`` only).
+
+    See Also
+    --------
+    LinearChainCRF : Globally normalized tagger (Viterbi decoding).
+    sksparse_struct.feature_extraction.TokenFeatures : Token feature dicts.
+
+    References
+    ----------
+    Y. Goldberg and M. Elhadad (2010). An efficient algorithm for easy-first
+    non-directional dependency parsing. NAACL.
+
+    A. F. T. Martins and J. Kreutzer (2017). Learning what's easy: fully
+    differentiable neural easy-first taggers. EMNLP.
+
+    Examples
+    --------
+    >>> from sksparse_struct import EasyFirstTagger
+    >>> X = [[{"w": "the"}, {"w": "dog"}, {"w": "barks"}], [{"w": "a"}, {"w": "cat"}]]
+    >>> y = [["DET", "NOUN", "VERB"], ["DET", "NOUN"]]
+    >>> tagger = EasyFirstTagger(random_state=0).fit(X, y)
+    >>> tagger.predict([[{"w": "the"}, {"w": "cat"}]])
+    [['DET', 'NOUN']]
+    >>> tags, order = tagger.predict([[{"w": "a"}, {"w": "dog"}, {"w": "barks"}]],
+    ...                              return_order=True)
+    >>> tags, sorted(order[0].tolist())
+    ([['DET', 'NOUN', 'VERB']], [0, 1, 2])
+    """
+
+    _parameter_constraints: dict = {
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "window": [Interval(Integral, 0, None, closed="left")],
+        "average": ["boolean"],
+        "all_possible_states": ["boolean"],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "n_jobs": [None, Integral],
+    }
+
+    def __init__(
+        self,
+        *,
+        max_iter=10,
+        window=2,
+        average=True,
+        all_possible_states=False,
+        early_stopping=False,
+        validation_fraction=0.1,
+        n_iter_no_change=3,
+        random_state=None,
+        verbose=0,
+        n_jobs=None,
+    ):
+        self.max_iter = max_iter
+        self.window = window
+        self.average = average
+        self.all_possible_states = all_possible_states
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.random_state = random_state
+        self.verbose = verbose
+        self.n_jobs = n_jobs
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.target_tags.required = True
+        tags.non_deterministic = False
+        return tags
+
+    # The input is exactly the linear-chain tagger's (feature dicts or
+    # matrices, then labels): its validation and vectorization are reused
+    # as they are, on the attributes of the same names (vectorizer_,
+    # n_features_in_, classes_).
+    _features = LinearChainCRF._features
+    _labels = LinearChainCRF._labels
+    # Read by ``_labels``: this tagger always fits from scratch.
+    warm_start = False
+
+    # --- fit ----------------------------------------------------------------
+
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the tagger by guided learning.
+
+        Parameters
+        ----------
+        X : list of sequences
+            Each a list of feature dicts or a sparse matrix (n_tokens, n_features).
+        y : list of label sequences
+            ``y[s]`` has one tag per token of ``X[s]``.
+
+        Returns
+        -------
+        self : EasyFirstTagger
+            The fitted tagger.
+        """
+        X = _check_sequence_list(X)
+        if len(X) == 0:
+            raise ValueError("X is empty: at least one training sequence is needed.")
+        matrix, lengths = self._features(X, fit=True)
+        gold = self._labels(y, lengths, fit=True)
+        self.n_features_in_ = matrix.shape[1]
+        self._attr_rank = frequency_rank(matrix)
+        data = ChainData(matrix, lengths, gold, self._attr_rank)
+        rng = check_random_state(self.random_state)
+        train_ids, valid_ids = self._split(data, rng)
+        K = len(self.classes_)
+        # The model's (feature, tag) pairs come from the training sentences
+        # only: held-out sentences must not decide which weights exist.
+        train_rows = np.concatenate(
+            [np.arange(data.offsets[s], data.offsets[s + 1]) for s in train_ids]
+        ) if len(train_ids) else np.zeros(0, dtype=np.int64)
+        seen = ChainData(matrix[train_rows], lengths[train_ids], gold[train_rows],
+                         self._attr_rank)
+        attr_ptr, pair_label = seen.pairs(K, self.all_possible_states)
+        layout = SimpleNamespace(attr_ptr=attr_ptr, pair_label=pair_label)
+        chains = data.chains(layout)
+        n_pairs = int(attr_ptr[-1])
+        window = int(self.window)
+        n_params = n_pairs + fast.n_sketch_rows(K, window) * K
+        w = np.zeros(n_params)
+        acc = np.zeros(n_params)
+
+        start_time = time.perf_counter()
+        n_mistakes, scores = [], []
+        best, best_score, stale = None, -np.inf, 0
+        seen_sequences = 0
+        for epoch in range(1, self.max_iter + 1):
+            order = rng.permutation(train_ids)
+            mistakes = fast.train_epoch(chains, w, acc, n_pairs, K, window, order,
+                                        seen_sequences + 1)
+            seen_sequences += len(order)
+            n_mistakes.append(int(mistakes))
+            current = w - acc / seen_sequences if self.average else w.copy()
+            extra = ""
+            if self.early_stopping:
+                tags, _ = self._decode(chains, current, n_pairs, K, window, data, valid_ids)
+                rows = np.concatenate(
+                    [np.arange(data.offsets[s], data.offsets[s + 1]) for s in valid_ids])
+                score = float(np.mean(tags[rows] == gold[rows])) if len(rows) else 0.0
+                scores.append(score)
+                extra = f"  validation accuracy {score:.4f}"
+                if score > best_score:
+                    best, best_score, stale = current, score, 0
+                else:
+                    stale += 1
+            else:
+                best = current
+            if self.verbose and epoch % max(int(self.verbose), 1) == 0:
+                print(
+                    f"[EasyFirstTagger] epoch {epoch:3d}  mistakes {mistakes}{extra}  "
+                    f"elapsed {time.perf_counter() - start_time:.2f}s",
+                    file=sys.stdout, flush=True,
+                )
+            if mistakes == 0 or stale >= self.n_iter_no_change:
+                break
+        self.n_iter_ = epoch
+        self.n_mistakes_ = np.array(n_mistakes, dtype=np.int64)
+        self.validation_scores_ = np.array(scores) if self.early_stopping else None
+        self._store(best, attr_ptr, pair_label, n_pairs, window)
+        return self
+
+    def _split(self, data, rng):
+        """Training and held-out sequence ids (all sequences train without early stopping)."""
+        ids = np.arange(data.n_sequences, dtype=np.int64)
+        if not self.early_stopping:
+            return ids, ids[:0]
+        n_valid = int(np.ceil(self.validation_fraction * len(ids)))
+        if n_valid < 1 or n_valid >= len(ids):
+            raise ValueError(
+                f"early_stopping with validation_fraction={self.validation_fraction} and "
+                f"{len(ids)} training sequences leaves no sequence to train on or none to "
+                "validate on."
+            )
+        perm = rng.permutation(ids)
+        return np.sort(perm[n_valid:]), np.sort(perm[:n_valid])
+
+    def _store(self, w, attr_ptr, pair_label, n_pairs, window):
+        self._params = w
+        self._attr_ptr = attr_ptr
+        self._pair_label = pair_label
+        self._window = window
+        K = len(self.classes_)
+        order = np.empty_like(self._attr_rank)
+        order[self._attr_rank] = np.arange(len(order))
+        cols = np.repeat(order, np.diff(attr_ptr))
+        self.coef_ = sp.csr_matrix((w[:n_pairs], (pair_label, cols)),
+                                   shape=(K, self.n_features_in_))
+        self.sketch_coef_ = w[n_pairs:].reshape(-1, K).copy()
+        self.sketch_feature_names_ = _sketch_feature_names(self.classes_.tolist(), window)
+
+    # --- prediction ---------------------------------------------------------
+
+    def _n_threads(self):
+        return effective_n_jobs(self.n_jobs) if self.n_jobs is not None else 1
+
+    def _decode(self, chains, w, n_pairs, K, window, data, seq_ids=None):
+        """Tags and decision orders (stacked) of ``seq_ids`` (default: all) of ``data``."""
+        tags = np.zeros(data.n_tokens, dtype=np.int64)
+        order = np.zeros(data.n_tokens, dtype=np.int64)
+        if seq_ids is None:
+            parts = data.chunks()
+        else:
+            parts = [np.asarray(seq_ids, dtype=np.int64)]
+        with ChainRunner(self._n_threads()) as runner:
+            runner.map(
+                lambda ids: fast.decode_part(chains, w, n_pairs, K, window, ids, tags, order),
+                parts,
+            )
+        return tags, order
+
+    def predict(self, X, return_order=False):
+        """Tag each sequence, easiest decisions first.
+
+        Parameters
+        ----------
+        X : list of sequences
+            As in :meth:`fit`. Unseen features are ignored.
+        return_order : bool, default=False
+            Also return the order in which the positions were decided.
+
+        Returns
+        -------
+        y_pred : list of lists
+            One list of tags per sequence (``[]`` for an empty one).
+        order : list of ndarray of int64
+            Only with ``return_order``: per sequence, ``order[k]`` is the
+            position tagged at step ``k`` (a permutation of
+            ``range(len(sequence))``).
+        """
+        check_is_fitted(self, "classes_")
+        matrix, lengths = self._features(X, fit=False)
+        data = ChainData(matrix, lengths, attr_rank=self._attr_rank)
+        layout = SimpleNamespace(attr_ptr=self._attr_ptr, pair_label=self._pair_label)
+        K = len(self.classes_)
+        tags, order = self._decode(data.chains(layout), self._params, int(self._attr_ptr[-1]),
+                                   K, self._window, data)
+        classes = self.classes_.tolist()
+        flat = [classes[i] for i in tags]
+        offsets = data.offsets
+        y_pred = [flat[offsets[s]:offsets[s + 1]] for s in range(len(lengths))]
+        if not return_order:
+            return y_pred
+        return y_pred, [order[offsets[s]:offsets[s + 1]].copy() for s in range(len(lengths))]
+
+    def score(self, X, y):
+        """Token accuracy of :meth:`predict` (tags unseen in training count as errors).
+
+        Parameters
+        ----------
+        X : list of sequences
+        y : list of label sequences
+
+        Returns
+        -------
+        score : float
+        """
+        return flat_accuracy_score(y, self.predict(X))
