@@ -547,23 +547,26 @@ default=64, 50, 50, 50, 50
         B = len(ids)
         n_emb = net.offsets["E_affix"][1]
         dense = np.zeros(net.size - n_emb)
-        emb_idx, emb_val, value = [], [], 0.0
+        value = 0.0
         for v, grads, n in results:
-            w = n / B
-            value += w * v
+            value += (n / B) * v
             for name, g in grads.items():
-                a, b, shape = net.offsets[name]
-                if name.startswith("E_"):
-                    rows, rv = g
-                    emb_idx.append((a + rows[:, None] * shape[1] + np.arange(shape[1])).ravel())
-                    emb_val.append(w * rv.ravel())
-                else:
-                    dense[a - n_emb:b - n_emb] += w * g.ravel()
-        # the rows two parts share are summed
-        idx, inverse = np.unique(np.concatenate(emb_idx), return_inverse=True)
-        emb = np.zeros(idx.shape[0])
-        np.add.at(emb, inverse.ravel(), np.concatenate(emb_val))
-        return value, dense, idx, emb
+                if not name.startswith("E_"):
+                    a, b, _ = net.offsets[name]
+                    dense[a - n_emb:b - n_emb] += (n / B) * g.ravel()
+        # Embeddings: the touched rows of each table (unique within a part),
+        # the parts added in a fixed order.
+        emb_idx, emb_val = [], []
+        for name in ("E_word", "E_affix"):
+            a, _, (_, dim) = net.offsets[name]
+            rows = np.unique(np.concatenate([grads[name][0] for _, grads, _ in results]))
+            total = np.zeros((rows.shape[0], dim))
+            for _, grads, n in results:
+                r, rv = grads[name]
+                total[np.searchsorted(rows, r)] += (n / B) * rv
+            emb_idx.append((a + rows[:, None] * dim + np.arange(dim)).ravel())
+            emb_val.append(total.ravel())
+        return value, dense, np.concatenate(emb_idx), np.concatenate(emb_val)
 
     def _adagrad(self, theta, accum, dense, idx, emb, n_emb):
         """One AdaGrad step; the embeddings update only their touched rows."""
