@@ -43,7 +43,7 @@ from sksparse_struct.datasets import load_ewt_sample
 # "I assume you are talking about a pacman frog ." (test sample)
 SENTENCE_INDEX = 66
 ATTENTIONS = ["csoftmax", "softmax", "sparsemax", "hard"]
-SIZES = dict(word_dim=32, affix_dim=32, hidden_dim=32, sketch_dim=32, attention_dim=32)
+SIZES = {"word_dim": 32, "affix_dim": 32, "hidden_dim": 32, "sketch_dim": 32, "attention_dim": 32}
 EPOCHS = 8
 
 

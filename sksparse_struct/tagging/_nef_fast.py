@@ -5,7 +5,8 @@ has ``lengths[b]`` words and takes part in sketch steps ``0 .. n_steps[b] - 1``
 (its attention row is zero at the other steps and on the padding). The
 attention kernels apply one of the mappings of ``mappings/`` to the first
 ``lengths[b]`` entries of each row, so that the padding never enters a
-normaliser; the CRF kernels run the compiled linear-chain loss and Viterbi of
+normaliser; each mapping has its own forward kernel, so that a model
+compiles only the mapping it uses; the CRF kernels run the compiled linear-chain loss and Viterbi of
 ``losses/`` and ``structures/`` sentence by sentence.
 
 The attention codes live here (numba bakes module-level integers into the
@@ -29,8 +30,12 @@ from ..utils._numba import njit
 __all__ = [
     "ATTENTIONS",
     "attention_backward",
-    "attention_forward",
     "crf_loss_batch",
+    "csoftmax_attention",
+    "csparsemax_attention",
+    "fixed_attention",
+    "softmax_attention",
+    "sparsemax_attention",
     "viterbi_batch",
 ]
 
@@ -57,73 +62,114 @@ ATTENTIONS = {
 
 
 @njit
-def attention_forward(kind, z, beta, lengths, n_steps, step, alpha):
-    """Attention of sketch step ``step`` for every sentence of a batch.
+def _bounds(beta_row, n, upper):
+    """Upper bounds ``1 - beta`` of the constrained mappings, clipped at 0 against rounding."""
+    for i in range(n):
+        upper[i] = max(0.0, 1.0 - beta_row[i])
 
-    ``z`` (B, T): scores (for "hard", the easiness score of each position);
-    ``beta`` (B, T): cumulative attention before this step. Writes ``alpha``
-    (B, T). The constrained mappings get the upper bounds ``1 - beta``
-    (clipped at 0 against rounding); "hard" picks the best position not yet
-    covered (``beta < 1/2``), the lowest one among ties.
+
+@njit
+def softmax_attention(z, beta, lengths, n_steps, step, alpha):
+    """Softmax attention of sketch step ``step`` for every sentence of a batch.
+
+    ``z`` (B, T): scores; ``beta`` (B, T): cumulative attention before this
+    step (unused here; the same signature for every attention kernel).
+    Writes ``alpha`` (B, T): zero on the padding and for the sentences whose
+    steps are over.
     """
-    B, T = z.shape
-    buf = np.empty(T)
-    lo = np.zeros(T)
-    upper = np.empty(T)
-    work = np.empty(T, dtype=np.int64)
-    for b in range(B):
-        out = alpha[b]
-        out[:] = 0.0
+    for b in range(z.shape[0]):
+        alpha[b] = 0.0
         n = lengths[b]
         if step >= n_steps[b] or n == 0:
             continue
-        zb = z[b, :n]
-        ob = out[:n]
-        if kind == SOFTMAX:
-            top = zb.max()
-            total = 0.0
-            for i in range(n):
-                ob[i] = np.exp(zb[i] - top)
-                total += ob[i]
-            for i in range(n):
-                ob[i] /= total
-        elif kind == SPARSEMAX:
-            project_simplex_row(zb, 1.0, buf[:n], ob)
-        elif kind == CSOFTMAX or kind == CSPARSEMAX:
-            for i in range(n):
-                v = 1.0 - beta[b, i]
-                upper[i] = max(0.0, v)
-            if kind == CSOFTMAX:
-                csoftmax_row(zb, upper[:n], ob)
-            else:
-                project_capped_row_linear(zb, lo[:n], upper[:n], 1.0, work[:n], ob)
-        elif kind == HARD:
+        top = z[b, :n].max()
+        total = 0.0
+        for i in range(n):
+            alpha[b, i] = np.exp(z[b, i] - top)
+            total += alpha[b, i]
+        for i in range(n):
+            alpha[b, i] /= total
+
+
+@njit
+def sparsemax_attention(z, beta, lengths, n_steps, step, alpha):
+    """Sparsemax attention (see :func:`softmax_attention`)."""
+    buf = np.empty(z.shape[1])
+    for b in range(z.shape[0]):
+        alpha[b] = 0.0
+        n = lengths[b]
+        if step >= n_steps[b] or n == 0:
+            continue
+        project_simplex_row(z[b, :n], 1.0, buf[:n], alpha[b, :n])
+
+
+@njit
+def csoftmax_attention(z, beta, lengths, n_steps, step, alpha):
+    """Constrained softmax attention with upper bounds ``1 - beta`` (eq. 11)."""
+    upper = np.empty(z.shape[1])
+    for b in range(z.shape[0]):
+        alpha[b] = 0.0
+        n = lengths[b]
+        if step >= n_steps[b] or n == 0:
+            continue
+        _bounds(beta[b], n, upper)
+        csoftmax_row(z[b, :n], upper[:n], alpha[b, :n])
+
+
+@njit
+def csparsemax_attention(z, beta, lengths, n_steps, step, alpha):
+    """Constrained sparsemax attention with upper bounds ``1 - beta``."""
+    T = z.shape[1]
+    upper = np.empty(T)
+    lo = np.zeros(T)
+    work = np.empty(T, dtype=np.int64)
+    for b in range(z.shape[0]):
+        alpha[b] = 0.0
+        n = lengths[b]
+        if step >= n_steps[b] or n == 0:
+            continue
+        _bounds(beta[b], n, upper)
+        project_capped_row_linear(z[b, :n], lo[:n], upper[:n], 1.0, work[:n], alpha[b, :n])
+
+
+@njit
+def fixed_attention(kind, z, beta, lengths, n_steps, step, alpha):
+    """The attentions without a gradient: hard, uniform, left-to-right, right-to-left.
+
+    "hard" picks the best-scored position not yet covered (``beta < 1/2``),
+    the lowest one among ties.
+    """
+    for b in range(z.shape[0]):
+        alpha[b] = 0.0
+        n = lengths[b]
+        if step >= n_steps[b] or n == 0:
+            continue
+        if kind == HARD:
             best = -1
             top = -np.inf
             for i in range(n):
-                if beta[b, i] < 0.5 and (best < 0 or zb[i] > top):
+                if beta[b, i] < 0.5 and (best < 0 or z[b, i] > top):
                     best = i
-                    top = zb[i]
+                    top = z[b, i]
             if best >= 0:
-                ob[best] = 1.0
+                alpha[b, best] = 1.0
         elif kind == UNIFORM:
             for i in range(n):
-                ob[i] = 1.0 / n
-        elif kind == LEFT_TO_RIGHT:
-            if step < n:
-                ob[step] = 1.0
+                alpha[b, i] = 1.0 / n
+        elif kind == LEFT_TO_RIGHT and step < n:
+            alpha[b, step] = 1.0
         elif kind == RIGHT_TO_LEFT and step < n:
-            ob[n - 1 - step] = 1.0
+            alpha[b, n - 1 - step] = 1.0
 
 
 @njit
 def attention_backward(kind, alpha, beta, d_alpha, lengths, n_steps, step, dz, d_beta):
-    """Backward pass of :func:`attention_forward`.
+    """Backward pass of the attention kernels.
 
     Writes ``dz`` (B, T), the gradient w.r.t. the scores, and *adds* the
     gradient w.r.t. the cumulative attention ``beta`` (through the bounds
-    ``1 - beta`` of the constrained mappings) to ``d_beta``. The prescribed
-    orders, the uniform and the hard attention have no gradient.
+    ``1 - beta`` of the constrained mappings) to ``d_beta``. The attentions
+    of :func:`fixed_attention` have no gradient.
     """
     B, T = alpha.shape
     upper = np.empty(T)
@@ -153,9 +199,7 @@ def attention_backward(kind, alpha, beta, d_alpha, lengths, n_steps, step, dz, d
             for i in range(n):
                 db[i] = gb[i] - mean if ab[i] > 0.0 else 0.0
         elif kind == CSOFTMAX or kind == CSPARSEMAX:
-            for i in range(n):
-                v = 1.0 - beta[b, i]
-                upper[i] = max(0.0, v)
+            _bounds(beta[b], n, upper)
             if kind == CSOFTMAX:
                 csoftmax_backward_row(ab, upper[:n], gb, db, du[:n])
             else:

@@ -28,9 +28,15 @@ from ._nef_fast import (
     CSOFTMAX,
     CSPARSEMAX,
     HARD,
+    SOFTMAX,
+    SPARSEMAX,
     attention_backward,
-    attention_forward,
     crf_loss_batch,
+    csoftmax_attention,
+    csparsemax_attention,
+    fixed_attention,
+    softmax_attention,
+    sparsemax_attention,
     viterbi_batch,
 )
 
@@ -66,6 +72,19 @@ class Config(NamedTuple):
     output: str = "softmax"  # or "crf"
     concat_encoder: bool = True
     use_sketch: bool = True  # False when n_steps == 0 (plain BiLSTM tagger)
+
+
+_ATTENTION_KERNELS = {SOFTMAX: softmax_attention, SPARSEMAX: sparsemax_attention,
+                      CSOFTMAX: csoftmax_attention, CSPARSEMAX: csparsemax_attention}
+
+
+def attention_forward(kind, z, beta, lengths, n_steps, step, alpha):
+    """The attention of one sketch step (see the kernels of ``_nef_fast``)."""
+    kernel = _ATTENTION_KERNELS.get(kind)
+    if kernel is None:
+        fixed_attention(kind, z, beta, lengths, n_steps, step, alpha)
+    else:
+        kernel(z, beta, lengths, n_steps, step, alpha)
 
 
 def _sigmoid(x):

@@ -11,7 +11,8 @@ from sklearn.model_selection import GridSearchCV
 from sksparse_struct import NeuralEasyFirstTagger
 from sksparse_struct.datasets import load_ewt_sample
 
-SMALL = dict(word_dim=8, affix_dim=4, hidden_dim=8, sketch_dim=6, attention_dim=6, window=1)
+SMALL = {"word_dim": 8, "affix_dim": 4, "hidden_dim": 8, "sketch_dim": 6, "attention_dim": 6,
+         "window": 1}
 
 
 def _previous_word_task(n, seed):
