@@ -84,12 +84,18 @@ def _easy_first(window):
 
 
 def _neural(**params):
-    """A factory of NeuralEasyFirstTagger with ``params`` (and the script's options)."""
+    """A factory of NeuralEasyFirstTagger with ``params`` (and the script's options).
+
+    The paper's settings (its defaults), up to ``--nef-epochs`` epochs with
+    early stopping on 10% of the training sentences, training sentences of
+    at most 50 words (as in the paper), ``--n-jobs`` threads.
+    """
 
     def factory(args):
         from sksparse_struct import NeuralEasyFirstTagger
 
-        return NeuralEasyFirstTagger(random_state=0, **params)
+        return NeuralEasyFirstTagger(random_state=0, max_epochs=args.nef_epochs,
+                                     max_train_length=50, n_jobs=args.n_jobs, **params)
 
     return factory
 
@@ -152,6 +158,8 @@ def run_model(name, args, inputs):
     warm = factory(args)
     if "max_iter" in warm.get_params():
         warm.set_params(max_iter=1)
+    if "max_epochs" in warm.get_params():
+        warm.set_params(max_epochs=1, validation_fraction=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a one-iteration fit does not converge
         warm.fit(X_train[:20], y_train[:20]).predict(X_test[:20])
@@ -178,7 +186,10 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=10,
                         help="epochs of EasyFirstTagger and of the CRF's perceptron")
     parser.add_argument("--max-iter-crf", type=int, default=100, help="L-BFGS iterations")
-    parser.add_argument("--n-jobs", type=int, default=1, help="threads at prediction")
+    parser.add_argument("--nef-epochs", type=int, default=20,
+                        help="maximum epochs of NeuralEasyFirstTagger (early stopping)")
+    parser.add_argument("--n-jobs", type=int, default=1,
+                        help="threads at prediction (and in NeuralEasyFirstTagger's training)")
     parser.add_argument("--out", help="also write the report to this file")
     args = parser.parse_args(argv)
     if args.data is None:

@@ -181,6 +181,14 @@ def _reverse_index(lengths, T):
     return idx
 
 
+def _first_active(n_steps, n_max):
+    """``first[n]``: the first row still taking step ``n`` when the rows are sorted by
+    their number of steps (then the active rows are a suffix); 0 otherwise."""
+    if n_steps.shape[0] > 1 and np.any(np.diff(n_steps) < 0):
+        return np.zeros(n_max, dtype=np.int64)
+    return np.searchsorted(n_steps, np.arange(n_max), side="right")
+
+
 def _dropout_mask(rng, shape, rate):
     if rng is None or rate <= 0.0:
         return None
@@ -346,16 +354,19 @@ class Network:
         n_max = int(batch.n_steps.max()) if B else 0
         steps = []
         attention = np.zeros((B, n_max, T)) if record_attention else None
-        alpha = np.empty((B, T))
         Ws, v = p["ctx_Ws"], p["att_v"]
+        first = _first_active(batch.n_steps, n_max)
         for n in range(n_max):
-            pre = A + _window(S, w) @ Ws
+            # rows before `lo` have taken all their steps: they are left alone
+            lo = first[n]
+            S_a, H_a, beta_a = S[lo:], Hs[lo:], beta[lo:]
+            pre = A[lo:] + _window(S_a, w) @ Ws
             q = np.tanh(pre[:, :, :Dz])
             g = pre[:, :, Dz:]
-            z = self._easiness(p, Hs, S) if kind == HARD else q @ v
-            alpha = np.empty((B, T))
-            attention_forward(kind, np.ascontiguousarray(z), beta, batch.lengths,
-                              batch.n_steps, n, alpha)
+            z = self._easiness(p, H_a, S_a) if kind == HARD else q @ v
+            alpha = np.empty((B - lo, T))
+            attention_forward(kind, np.ascontiguousarray(z), beta_a, batch.lengths[lo:],
+                              batch.n_steps[lo:], n, alpha)
             if cfg.state == "full":
                 t = np.tanh(g)
                 upd = alpha[:, :, None] * t
@@ -363,11 +374,13 @@ class Network:
                 t = np.tanh(np.einsum("bt,btd->bd", alpha, g))
                 upd = alpha[:, :, None] * t[:, None, :]
             if need_cache:
-                steps.append((S, q, g, t, alpha, beta))
+                steps.append((lo, S_a, q, g, t, alpha, beta_a))
             if record_attention:
-                attention[:, n] = alpha
-            S = S + upd
-            beta = beta + alpha
+                attention[lo:, n] = alpha
+            S = S.copy()  # the cache keeps the sketches of every step
+            S[lo:] += upd
+            beta = beta.copy()
+            beta[lo:] += alpha
         if need_cache:
             steps.append(Hwin)
         return S, steps, attention
@@ -483,29 +496,31 @@ class Network:
         dA = np.zeros((B, T, Dz + Ds))
         dS = dS.copy()
         d_beta = np.zeros((B, T))
-        dz = np.empty((B, T))
         constrained = kind == CSOFTMAX or kind == CSPARSEMAX
         for n in range(len(steps) - 2, -1, -1):
-            S_prev, q, g, t, alpha, beta_prev = steps[n]
+            lo, S_prev, q, g, t, alpha, beta_prev = steps[n]
+            dS_a, d_beta_a = dS[lo:], d_beta[lo:]
             if cfg.state == "full":
-                d_alpha = np.einsum("btd,btd->bt", dS, t)
-                dg = alpha[:, :, None] * dS * (1.0 - t * t)
+                d_alpha = np.einsum("btd,btd->bt", dS_a, t)
+                dg = alpha[:, :, None] * dS_a * (1.0 - t * t)
             else:
-                d_alpha = np.einsum("btd,bd->bt", dS, t)
-                d_gbar = np.einsum("bt,btd->bd", alpha, dS) * (1.0 - t * t)
+                d_alpha = np.einsum("btd,bd->bt", dS_a, t)
+                d_gbar = np.einsum("bt,btd->bd", alpha, dS_a) * (1.0 - t * t)
                 dg = alpha[:, :, None] * d_gbar[:, None, :]
                 d_alpha += np.einsum("btd,bd->bt", g, d_gbar)
             if constrained:
-                d_alpha += d_beta  # beta^n = beta^{n-1} + alpha^n
+                d_alpha += d_beta_a  # beta^n = beta^{n-1} + alpha^n
+            dz = np.empty(alpha.shape)
             attention_backward(kind, alpha, beta_prev, np.ascontiguousarray(d_alpha),
-                               batch.lengths, batch.n_steps, n, dz, d_beta)
+                               batch.lengths[lo:], batch.n_steps[lo:], n, dz, d_beta_a)
             dq = dz[:, :, None] * v * (1.0 - q * q)
             dv += np.einsum("bt,btd->d", dz, q)
             d_pre = np.concatenate([dq, dg], axis=2)
-            dA += d_pre
+            dA[lo:] += d_pre
             Swin = _window(S_prev, w)
-            dWs += Swin.reshape(B * T, -1).T @ d_pre.reshape(B * T, -1)
-            dS += _unwindow(d_pre @ Ws.T, w, Ds)
+            rows = Swin.shape[0] * T
+            dWs += Swin.reshape(rows, -1).T @ d_pre.reshape(rows, -1)
+            dS_a += _unwindow(d_pre @ Ws.T, w, Ds)
         flat = dA.reshape(B * T, -1)
         grads["ctx_Ws"] = dWs
         grads["att_v"] = dv

@@ -219,3 +219,21 @@ def test_padding_does_not_change_a_sentence():
     s_batch, _ = net.forward(theta, batch)
     s_alone, _ = net.forward(theta, alone)
     np.testing.assert_allclose(s_batch[0, :3], s_alone[0], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("state", ["full", "single"])
+@pytest.mark.parametrize("attention", ["csoftmax", "sparsemax", "hard"])
+def test_rows_sorted_by_steps_skip_finished_rows(attention, state):
+    # sorted step counts: the finished rows are left out of later steps
+    net, theta, rng = _tiny(attention=attention, state=state)
+    batch = _batch(rng, [2, 3, 4], 6, 7, 3, [1, 3, 4])
+    _check_loss_gradient(net, theta, batch)
+    # same scores and attention as with the rows in an unsorted order
+    perm = np.array([2, 0, 1])
+    shuffled = Batch(*(a[perm] for a in batch))
+    s_sorted, _ = net.forward(theta, batch)
+    s_shuffled, _ = net.forward(theta, shuffled)
+    np.testing.assert_allclose(s_sorted[perm], s_shuffled, rtol=1e-12, atol=1e-12)
+    _, a_sorted = net.predict(theta, batch, record_attention=True)
+    _, a_shuffled = net.predict(theta, shuffled, record_attention=True)
+    np.testing.assert_allclose(a_sorted[perm], a_shuffled, rtol=1e-12, atol=1e-12)
