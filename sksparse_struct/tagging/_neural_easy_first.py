@@ -103,7 +103,7 @@ class NeuralEasyFirstTagger(BaseEstimator):
     and :func:`~sksparse_struct.datasets.read_conllu` return them). The
     tagger builds its own word and affix vocabularies.
 
-    Read more in the :ref:`User Guide <easy_first>`.
+    Read more in the :ref:`User Guide <neural_easy_first>`.
 
     Parameters
     ----------
@@ -159,9 +159,9 @@ default=64, 50, 50, 50, 50
     class_weight : dict, "balanced" or None, default=None
         Weights of the tags in the cross-entropy (softmax output only).
     validation_fraction : float, default=0.1
-        Fraction of the training sentences held out for early stopping: the
-        parameters of the epoch with the best token accuracy on them are
-        kept, and training stops after ``n_iter_no_change`` epochs without
+        Fraction of the training sentences (at least one) held out for
+        early stopping: the parameters of the epoch with the best token
+        accuracy on them are kept, and training stops after ``n_iter_no_change`` epochs without
         improvement. 0 trains on everything for ``max_epochs`` epochs.
     n_iter_no_change : int, default=3
         See ``validation_fraction``.
@@ -466,7 +466,9 @@ default=64, 50, 50, 50, 50
                              f"max_train_length={self.max_train_length}).")
         keep = np.array(keep)
         n_valid = round(self.validation_fraction * len(keep))
-        if self.validation_fraction > 0 and (n_valid < 1 or n_valid >= len(keep)):
+        if self.validation_fraction > 0:
+            n_valid = max(n_valid, 1)
+        if n_valid >= len(keep):
             raise ValueError(
                 f"validation_fraction={self.validation_fraction} leaves {n_valid} of "
                 f"{len(keep)} sentences for validation; it needs at least one on each side."
