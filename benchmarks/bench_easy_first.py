@@ -100,13 +100,14 @@ def _neural(**params):
     return factory
 
 
-# name -> (input, factory, description)
+# name -> (input, factory, description); the description may name the options
+# of the command line in braces ("{epochs}").
 MODELS = {
-    "crf": ("features", _crf, "LinearChainCRF, loss='crf', L-BFGS, c2=1"),
+    "crf": ("features", _crf, "LinearChainCRF, loss='crf', L-BFGS, c2=1, at most {max_iter_crf} iterations"),
     "crf_perceptron": ("features", _crf_perceptron,
-                       "LinearChainCRF, loss='perceptron' (averaged, Viterbi), --epochs epochs"),
+                       "LinearChainCRF, loss='perceptron' (averaged, Viterbi), {epochs} epochs"),
     "easy_first": ("features", _easy_first(2),
-                   "EasyFirstTagger, window=2, averaged, --epochs epochs"),
+                   "EasyFirstTagger, window=2, averaged, {epochs} epochs"),
     "easy_first_w0": ("features", _easy_first(0),
                       "EasyFirstTagger, window=0 (no sketch features: a per-token classifier)"),
     "bilstm": ("words", _neural(n_steps=0), "NeuralEasyFirstTagger N=0 (BiLSTM)"),
@@ -153,7 +154,8 @@ def run_model(name, args, inputs):
     try:
         model = factory(args)
     except ImportError as exc:
-        return None, f"{name}: skipped ({exc})"
+        # The message without the path of the installed package.
+        return None, f"{name}: skipped, {str(exc).split(' (')[0]}"
     X_train, y_train, X_test, y_test = inputs[kind]
     warm = factory(args)
     if "max_iter" in warm.get_params():
@@ -230,7 +232,7 @@ def main(argv=None):
         rows.append(row)
     header = ["model", "test acc %", "epochs", "s / epoch", "fit s", "predict tok/s"]
     table = bu.rst_table(header, rows)
-    legend = [f"{name}: {MODELS[name][2]}" for name in names]
+    legend = [f"{row[0]}: " + MODELS[row[0]][2].format(**vars(args)) for row in rows]
     report = "\n".join(lines + ["", table, ""] + legend + notes) + "\n"
     print()
     print(report)

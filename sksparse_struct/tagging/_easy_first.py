@@ -42,6 +42,13 @@ def _sketch_feature_names(classes, window):
     return names
 
 
+def _rows(offsets, seq_ids):
+    """The stacked token rows of the sequences ``seq_ids``."""
+    return np.concatenate(
+        [np.arange(offsets[s], offsets[s + 1]) for s in seq_ids] + [np.zeros(0, np.int64)]
+    )
+
+
 class EasyFirstTagger(BaseEstimator):
     """Easy-first tagger: tags the easiest token first, then uses its tag as context.
 
@@ -238,13 +245,19 @@ class EasyFirstTagger(BaseEstimator):
         rng = check_random_state(self.random_state)
         train_ids, valid_ids = self._split(data, rng)
         K = len(self.classes_)
-        # The model's (feature, tag) pairs come from the training sentences
-        # only: held-out sentences must not decide which weights exist.
-        train_rows = np.concatenate(
-            [np.arange(data.offsets[s], data.offsets[s + 1]) for s in train_ids]
-        ) if len(train_ids) else np.zeros(0, dtype=np.int64)
-        seen = ChainData(matrix[train_rows], lengths[train_ids], gold[train_rows],
-                         self._attr_rank)
+        seen = data
+        if len(valid_ids):
+            # The model's (feature, tag) pairs come from the training
+            # sentences only: held-out ones must not decide which weights exist.
+            train_rows = _rows(data.offsets, train_ids)
+            seen = ChainData(matrix[train_rows], lengths[train_ids], gold[train_rows],
+                             self._attr_rank)
+            valid_rows = _rows(data.offsets, valid_ids)
+            if len(valid_rows) == 0:
+                raise ValueError(
+                    "early_stopping: the held-out sequences have no token; use a larger "
+                    "validation_fraction or drop the empty sequences."
+                )
         attr_ptr, pair_label = seen.pairs(K, self.all_possible_states)
         layout = SimpleNamespace(attr_ptr=attr_ptr, pair_label=pair_label)
         chains = data.chains(layout)
@@ -268,9 +281,7 @@ class EasyFirstTagger(BaseEstimator):
             extra = ""
             if self.early_stopping:
                 tags, _ = self._decode(chains, current, n_pairs, K, window, data, valid_ids)
-                rows = np.concatenate(
-                    [np.arange(data.offsets[s], data.offsets[s + 1]) for s in valid_ids])
-                score = float(np.mean(tags[rows] == gold[rows])) if len(rows) else 0.0
+                score = float(np.mean(tags[valid_rows] == gold[valid_rows]))
                 scores.append(score)
                 extra = f"  validation accuracy {score:.4f}"
                 if score > best_score:

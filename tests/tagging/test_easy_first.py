@@ -369,6 +369,16 @@ def test_matrix_input_and_errors():
         t.predict([np.zeros((2, Xm[0].shape[1] + 1))])
     with pytest.raises(ValueError, match="leaves no sequence"):
         EasyFirstTagger(early_stopping=True, validation_fraction=0.01).fit(X[:1], y[:1])
+    # Half of the sequences are held out; some seeds hold out the two empty ones.
+    raised = 0
+    for seed in range(20):
+        try:
+            EasyFirstTagger(early_stopping=True, validation_fraction=0.5, max_iter=1,
+                            random_state=seed).fit([[], [], X[0], X[1]], [[], [], y[0], y[1]])
+        except ValueError as exc:
+            assert "held-out sequences have no token" in str(exc)
+            raised += 1
+    assert 0 < raised < 20
     with pytest.raises(ValueError, match="window"):
         EasyFirstTagger(window=-1).fit(X, y)
 
