@@ -100,6 +100,9 @@ def _neural(**params):
     return factory
 
 
+_NEF = (", paper's sizes, at most {nef_epochs} epochs (early stopping), training sentences "
+        "of at most 50 words, {n_jobs} threads")
+
 # name -> (input, factory, description); the description may name the options
 # of the command line in braces ("{epochs}").
 MODELS = {
@@ -110,19 +113,19 @@ MODELS = {
                    "EasyFirstTagger, window=2, averaged, {epochs} epochs"),
     "easy_first_w0": ("features", _easy_first(0),
                       "EasyFirstTagger, window=0 (no sketch features: a per-token classifier)"),
-    "bilstm": ("words", _neural(n_steps=0), "NeuralEasyFirstTagger N=0 (BiLSTM)"),
+    "bilstm": ("words", _neural(n_steps=0), "NeuralEasyFirstTagger N=0 (BiLSTM)" + _NEF),
     "nef_hard": ("words", _neural(n_steps="L", state="full", attention="hard"),
-                 "NeuralEasyFirstTagger N=L, hard attention"),
+                 "NeuralEasyFirstTagger N=L, hard attention" + _NEF),
     "nef_s_csoftmax": ("words", _neural(n_steps="L", state="single", attention="csoftmax"),
-                       "NEF-S csoftmax, N=L"),
+                       "NEF-S csoftmax, N=L" + _NEF),
     "nef_f_softmax": ("words", _neural(n_steps="L", state="full", attention="softmax"),
-                      "NEF-F softmax, N=L"),
+                      "NEF-F softmax, N=L" + _NEF),
     "nef_f_sparsemax": ("words", _neural(n_steps="L", state="full", attention="sparsemax"),
-                        "NEF-F sparsemax, N=L"),
+                        "NEF-F sparsemax, N=L" + _NEF),
     "nef_f_csoftmax": ("words", _neural(n_steps="L", state="full", attention="csoftmax"),
-                       "NEF-F csoftmax, N=L"),
+                       "NEF-F csoftmax, N=L" + _NEF),
     "nef_f_csoftmax_n5": ("words", _neural(n_steps=5, state="full", attention="csoftmax"),
-                          "NEF-F csoftmax, N=5"),
+                          "NEF-F csoftmax, N=5" + _NEF),
 }
 
 
