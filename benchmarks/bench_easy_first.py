@@ -84,15 +84,24 @@ def _easy_first(window):
 
 
 def _neural(**params):
-    """A factory of NeuralEasyFirstTagger with ``params`` (and the script's options)."""
+    """A factory of NeuralEasyFirstTagger with ``params`` (and the script's options).
+
+    The paper's settings (its defaults), up to ``--nef-epochs`` epochs with
+    early stopping on 10% of the training sentences, training sentences of
+    at most 50 words (as in the paper), ``--n-jobs`` threads.
+    """
 
     def factory(args):
         from sksparse_struct import NeuralEasyFirstTagger
 
-        return NeuralEasyFirstTagger(random_state=0, **params)
+        return NeuralEasyFirstTagger(random_state=0, max_epochs=args.nef_epochs,
+                                     max_train_length=50, n_jobs=args.n_jobs, **params)
 
     return factory
 
+
+_NEF = (", paper's sizes, at most {nef_epochs} epochs (early stopping), training sentences "
+        "of at most 50 words, {n_jobs} threads")
 
 # name -> (input, factory, description); the description may name the options
 # of the command line in braces ("{epochs}").
@@ -104,19 +113,19 @@ MODELS = {
                    "EasyFirstTagger, window=2, averaged, {epochs} epochs"),
     "easy_first_w0": ("features", _easy_first(0),
                       "EasyFirstTagger, window=0 (no sketch features: a per-token classifier)"),
-    "bilstm": ("words", _neural(n_steps=0), "NeuralEasyFirstTagger N=0 (BiLSTM)"),
+    "bilstm": ("words", _neural(n_steps=0), "NeuralEasyFirstTagger N=0 (BiLSTM)" + _NEF),
     "nef_hard": ("words", _neural(n_steps="L", state="full", attention="hard"),
-                 "NeuralEasyFirstTagger N=L, hard attention"),
+                 "NeuralEasyFirstTagger N=L, hard attention" + _NEF),
     "nef_s_csoftmax": ("words", _neural(n_steps="L", state="single", attention="csoftmax"),
-                       "NEF-S csoftmax, N=L"),
+                       "NEF-S csoftmax, N=L" + _NEF),
     "nef_f_softmax": ("words", _neural(n_steps="L", state="full", attention="softmax"),
-                      "NEF-F softmax, N=L"),
+                      "NEF-F softmax, N=L" + _NEF),
     "nef_f_sparsemax": ("words", _neural(n_steps="L", state="full", attention="sparsemax"),
-                        "NEF-F sparsemax, N=L"),
+                        "NEF-F sparsemax, N=L" + _NEF),
     "nef_f_csoftmax": ("words", _neural(n_steps="L", state="full", attention="csoftmax"),
-                       "NEF-F csoftmax, N=L"),
+                       "NEF-F csoftmax, N=L" + _NEF),
     "nef_f_csoftmax_n5": ("words", _neural(n_steps=5, state="full", attention="csoftmax"),
-                          "NEF-F csoftmax, N=5"),
+                          "NEF-F csoftmax, N=5" + _NEF),
 }
 
 
@@ -154,6 +163,8 @@ def run_model(name, args, inputs):
     warm = factory(args)
     if "max_iter" in warm.get_params():
         warm.set_params(max_iter=1)
+    if "max_epochs" in warm.get_params():
+        warm.set_params(max_epochs=1, validation_fraction=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a one-iteration fit does not converge
         warm.fit(X_train[:20], y_train[:20]).predict(X_test[:20])
@@ -180,7 +191,10 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=10,
                         help="epochs of EasyFirstTagger and of the CRF's perceptron")
     parser.add_argument("--max-iter-crf", type=int, default=100, help="L-BFGS iterations")
-    parser.add_argument("--n-jobs", type=int, default=1, help="threads at prediction")
+    parser.add_argument("--nef-epochs", type=int, default=20,
+                        help="maximum epochs of NeuralEasyFirstTagger (early stopping)")
+    parser.add_argument("--n-jobs", type=int, default=1,
+                        help="threads at prediction (and in NeuralEasyFirstTagger's training)")
     parser.add_argument("--out", help="also write the report to this file")
     args = parser.parse_args(argv)
     if args.data is None:

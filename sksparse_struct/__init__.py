@@ -22,7 +22,8 @@ metrics
 tagging
     ``LinearChainCRF``: sequence taggers trained with CRF, structured SVM,
     perceptron and SparseMAP losses; ``EasyFirstTagger``: easy-first
-    tagging trained by guided learning.
+    tagging trained by guided learning; ``NeuralEasyFirstTagger``: BiLSTM
+    taggers with easy-first sketch steps and constrained attention.
 argument_mining
     ``StructuredSVMArgumentMiner``: joint proposition types and support
     links of documents, a structured SVM over factor graphs.
@@ -36,13 +37,14 @@ from ._version import __version__
 from .argument_mining import StructuredSVMArgumentMiner
 from .linear_model import FenchelYoungClassifier
 from .parsing import SparseMAPParser
-from .tagging import EasyFirstTagger, LinearChainCRF
+from .tagging import EasyFirstTagger, LinearChainCRF, NeuralEasyFirstTagger
 
 __all__ = [
     "__version__",
     "EasyFirstTagger",
     "FenchelYoungClassifier",
     "LinearChainCRF",
+    "NeuralEasyFirstTagger",
     "SparseMAPParser",
     "StructuredSVMArgumentMiner",
 ]

@@ -1,0 +1,239 @@
+"""The neural easy-first network: every backward pass against central finite differences.
+
+Checked on tiny networks (a few hundred parameters): the LSTM alone, the
+encoder (N = 0), the sketch steps with every attention and both states, the
+CRF output layer, and the loss with dropout masks and class weights. Also the
+invariants of the attention: csoftmax and csparsemax spend exactly one unit
+of attention per word when N = L, hard attention visits each word once.
+"""
+
+import numpy as np
+import pytest
+
+from sksparse_struct.tagging._nef_fast import ATTENTIONS
+from sksparse_struct.tagging._nef_network import (
+    Batch,
+    Config,
+    Network,
+    lstm_backward,
+    lstm_forward,
+)
+
+
+def _batch(rng, lengths, n_words, n_affixes, n_tags, n_steps):
+    B, T = len(lengths), max(lengths)
+    lengths = np.array(lengths)
+    words = rng.integers(0, n_words, (B, T))
+    affixes = rng.integers(0, n_affixes, (B, T, 8))
+    labels = rng.integers(0, n_tags, (B, T))
+    for b in range(B):
+        words[b, lengths[b]:] = 0
+        affixes[b, lengths[b]:] = 0
+        labels[b, lengths[b]:] = 0
+    return Batch(words, affixes, lengths, labels, np.array(n_steps))
+
+
+def _tiny(seed=0, **options):
+    rng = np.random.default_rng(seed)
+    cfg = Config(n_words=6, n_affixes=7, n_tags=3, word_dim=3, affix_dim=2, hidden=3,
+                 sketch_dim=3, attention_dim=2, window=1, **options)
+    net = Network(cfg)
+    theta = net.init(rng) + rng.normal(0.0, 0.3, net.size)
+    return net, theta, rng
+
+
+def _numeric_gradient(f, theta, eps=1e-6):
+    g = np.empty_like(theta)
+    for i in range(theta.size):
+        e = np.zeros_like(theta)
+        e[i] = eps
+        g[i] = (f(theta + e) - f(theta - e)) / (2 * eps)
+    return g
+
+
+def _check_loss_gradient(net, theta, batch, class_weight=None, dropout=0.2, full=False):
+    """Analytic gradient vs central differences: every coordinate (``full``), or
+    three random directions within each parameter group (cheaper, and a wrong
+    term shows up along a random direction with probability one)."""
+    def f(t):
+        return net.loss(t, batch, class_weight, rng=np.random.default_rng(5),
+                        dropout=dropout)[0]
+
+    value, grads = net.loss(theta, batch, class_weight, rng=np.random.default_rng(5),
+                            dropout=dropout)
+    analytic = net.dense_gradient(grads)
+    if full:
+        numeric = _numeric_gradient(f, theta)
+        for name, (a, b, _) in net.offsets.items():
+            np.testing.assert_allclose(analytic[a:b], numeric[a:b], rtol=1e-5, atol=1e-7,
+                                       err_msg=name)
+    else:
+        rng = np.random.default_rng(1)
+        eps = 1e-6
+        for name, (a, b, _) in net.offsets.items():
+            for _ in range(3):
+                d = np.zeros_like(theta)
+                d[a:b] = rng.normal(size=b - a)
+                numeric = (f(theta + eps * d) - f(theta - eps * d)) / (2 * eps)
+                assert analytic @ d == pytest.approx(numeric, rel=1e-5, abs=1e-7), name
+    # every parameter group is exercised (a zero gradient would hide a missing term)
+    for name, (a, b, _) in net.offsets.items():
+        if name != "att_v" or net.config.attention in ("softmax", "sparsemax", "csoftmax",
+                                                      "csparsemax"):
+            assert np.abs(analytic[a:b]).max() > 0, name
+    return value
+
+
+def test_lstm_backward_matches_finite_differences():
+    rng = np.random.default_rng(0)
+    B, T, D, H = 2, 4, 3, 2
+    x = rng.normal(size=(B, T, D))
+    Wx, Wh, b = rng.normal(size=(D, 4 * H)), rng.normal(size=(H, 4 * H)), rng.normal(size=4 * H)
+    dh = rng.normal(size=(B, T, H))
+    shapes = [x.shape, Wx.shape, Wh.shape, b.shape]
+    sizes = [int(np.prod(s)) for s in shapes]
+    flat = np.concatenate([x.ravel(), Wx.ravel(), Wh.ravel(), b.ravel()])
+
+    def unpack(v):
+        out, pos = [], 0
+        for s, n in zip(shapes, sizes):
+            out.append(v[pos:pos + n].reshape(s))
+            pos += n
+        return out
+
+    def f(v):
+        return float((lstm_forward(*unpack(v))[0] * dh).sum())
+
+    _, cache = lstm_forward(x, Wx, Wh, b)
+    analytic = np.concatenate([a.ravel() for a in lstm_backward(cache, dh)])
+    np.testing.assert_allclose(analytic, _numeric_gradient(f, flat), rtol=1e-6, atol=1e-8)
+
+
+def test_encoder_gradient_without_sketch_steps():
+    net, theta, rng = _tiny(use_sketch=False)
+    batch = _batch(rng, [4, 2, 3], 6, 7, 3, [0, 0, 0])
+    _check_loss_gradient(net, theta, batch, class_weight=np.array([1.0, 2.0, 0.5]), full=True)
+
+
+@pytest.mark.parametrize("state", ["full", "single"])
+def test_csoftmax_sketch_gradient_every_coordinate(state):
+    net, theta, rng = _tiny(attention="csoftmax", state=state)
+    batch = _batch(rng, [4, 2, 3], 6, 7, 3, [4, 2, 2])
+    _check_loss_gradient(net, theta, batch, class_weight=np.array([1.0, 2.0, 0.5]), full=True)
+
+
+@pytest.mark.parametrize("state", ["full", "single"])
+@pytest.mark.parametrize("attention", sorted(ATTENTIONS))
+def test_sketch_steps_gradient(attention, state):
+    net, theta, rng = _tiny(attention=attention, state=state)
+    # N = L for two sentences, fewer steps for the third
+    batch = _batch(rng, [4, 2, 3], 6, 7, 3, [4, 2, 2])
+    _check_loss_gradient(net, theta, batch)
+
+
+@pytest.mark.parametrize("attention", ["csoftmax", "softmax"])
+def test_crf_output_layer_gradient(attention):
+    net, theta, rng = _tiny(attention=attention, output="crf")
+    batch = _batch(rng, [4, 1, 3], 6, 7, 3, [4, 1, 3])
+    _check_loss_gradient(net, theta, batch)
+
+
+def test_gradient_without_encoder_in_the_output_layer_and_more_steps_than_words():
+    net, theta, rng = _tiny(attention="softmax", concat_encoder=False)
+    batch = _batch(rng, [3, 2], 6, 7, 3, [5, 5])
+    _check_loss_gradient(net, theta, batch, dropout=0.0)
+
+
+def test_crf_loss_is_the_negative_log_likelihood():
+    # brute force over the 3 ** 3 tag sequences of one sentence
+    import itertools
+
+    net, theta, rng = _tiny(attention="csoftmax", output="crf")
+    batch = _batch(rng, [3], 6, 7, 3, [3])
+    value, _ = net.loss(theta, batch)
+    scores, _ = net.forward(theta, batch)
+    p = net.views(theta)
+    u, tr = scores[0], p["crf_trans"]
+
+    def total(y):
+        s = p["crf_start"][y[0]] + p["crf_end"][y[-1]] + sum(u[i, y[i]] for i in range(3))
+        return s + sum(tr[y[i - 1], y[i]] for i in range(1, 3))
+
+    log_z = np.logaddexp.reduce([total(y) for y in itertools.product(range(3), repeat=3)])
+    assert value == pytest.approx(log_z - total(batch.labels[0]), rel=1e-10)
+    tags, _ = net.predict(theta, batch)
+    best = max(itertools.product(range(3), repeat=3), key=total)
+    assert tuple(tags[0]) == best
+
+
+def _attention(attention, lengths, n_steps, seed=0):
+    net, theta, rng = _tiny(seed, attention=attention)
+    batch = _batch(rng, lengths, 6, 7, 3, n_steps)
+    _, att = net.predict(theta, batch, record_attention=True)
+    return att, batch
+
+
+@pytest.mark.parametrize("attention", ["csoftmax", "csparsemax"])
+@pytest.mark.parametrize("seed", range(5))
+def test_constrained_attention_spends_one_unit_per_word(attention, seed):
+    lengths = [7, 3, 5]
+    att, _ = _attention(attention, lengths, lengths, seed)
+    for b, n in enumerate(lengths):
+        rows = att[b, :n, :n]
+        np.testing.assert_allclose(rows.sum(axis=1), 1.0, atol=1e-12)
+        cumulative = np.cumsum(rows, axis=0)
+        assert cumulative.max() <= 1.0 + 1e-12
+        np.testing.assert_allclose(cumulative[-1], 1.0, atol=1e-9)
+        assert not att[b, n:].any() and not att[b, :, n:].any()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_hard_attention_visits_every_word_once(seed):
+    lengths = [6, 2, 4]
+    att, _ = _attention("hard", lengths, lengths, seed)
+    for b, n in enumerate(lengths):
+        rows = att[b, :n, :n]
+        assert set(np.unique(rows)) <= {0.0, 1.0}
+        np.testing.assert_array_equal(rows.sum(axis=0), 1.0)
+        np.testing.assert_array_equal(rows.sum(axis=1), 1.0)
+
+
+def test_prescribed_orders_and_uniform_attention():
+    lengths = [4, 2]
+    att, _ = _attention("left_to_right", lengths, lengths)
+    np.testing.assert_array_equal(att[0], np.eye(4))
+    np.testing.assert_array_equal(att[1, :2, :2], np.eye(2))
+    att, _ = _attention("right_to_left", lengths, lengths)
+    np.testing.assert_array_equal(att[0], np.eye(4)[::-1])
+    att, _ = _attention("uniform", lengths, [3, 3])
+    np.testing.assert_allclose(att[1, :3, :2], 0.5)
+    np.testing.assert_allclose(att[0], 0.25)
+
+
+def test_padding_does_not_change_a_sentence():
+    # a sentence scored alone or next to a longer one gets the same scores
+    net, theta, rng = _tiny(attention="csoftmax")
+    batch = _batch(rng, [3, 6], 6, 7, 3, [3, 6])
+    alone = Batch(batch.words[:1, :3], batch.affixes[:1, :3], batch.lengths[:1],
+                  batch.labels[:1, :3], batch.n_steps[:1])
+    s_batch, _ = net.forward(theta, batch)
+    s_alone, _ = net.forward(theta, alone)
+    np.testing.assert_allclose(s_batch[0, :3], s_alone[0], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("state", ["full", "single"])
+@pytest.mark.parametrize("attention", ["csoftmax", "sparsemax", "hard"])
+def test_rows_sorted_by_steps_skip_finished_rows(attention, state):
+    # sorted step counts: the finished rows are left out of later steps
+    net, theta, rng = _tiny(attention=attention, state=state)
+    batch = _batch(rng, [2, 3, 4], 6, 7, 3, [1, 3, 4])
+    _check_loss_gradient(net, theta, batch)
+    # same scores and attention as with the rows in an unsorted order
+    perm = np.array([2, 0, 1])
+    shuffled = Batch(*(a[perm] for a in batch))
+    s_sorted, _ = net.forward(theta, batch)
+    s_shuffled, _ = net.forward(theta, shuffled)
+    np.testing.assert_allclose(s_sorted[perm], s_shuffled, rtol=1e-12, atol=1e-12)
+    _, a_sorted = net.predict(theta, batch, record_attention=True)
+    _, a_shuffled = net.predict(theta, shuffled, record_attention=True)
+    np.testing.assert_allclose(a_sorted[perm], a_shuffled, rtol=1e-12, atol=1e-12)
