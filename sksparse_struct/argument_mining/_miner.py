@@ -246,6 +246,13 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # X is a list of documents' features, y a list of (labels, links).
+        tags.input_tags.two_d_array = False
+        tags.target_tags.required = True
+        return tags
+
     # --- validation ----------------------------------------------------------
 
     def _second_order_types(self):
