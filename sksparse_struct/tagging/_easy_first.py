@@ -213,8 +213,6 @@ class EasyFirstTagger(BaseEstimator):
     # n_features_in_, classes_).
     _features = LinearChainCRF._features
     _labels = LinearChainCRF._labels
-    # Read by ``_labels``: this tagger always fits from scratch.
-    warm_start = False
 
     # --- fit ----------------------------------------------------------------
 
@@ -238,7 +236,7 @@ class EasyFirstTagger(BaseEstimator):
         if len(X) == 0:
             raise ValueError("X is empty: at least one training sequence is needed.")
         matrix, lengths = self._features(X, fit=True)
-        gold = self._labels(y, lengths, fit=True)
+        gold = self._labels(y, lengths, learn_classes=True)
         self.n_features_in_ = matrix.shape[1]
         self._attr_rank = frequency_rank(matrix)
         data = ChainData(matrix, lengths, gold, self._attr_rank)

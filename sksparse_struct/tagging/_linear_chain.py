@@ -387,7 +387,8 @@ class LinearChainCRF(BaseEstimator):
             return sp.csr_matrix((0, 0)), lengths
         return sp.vstack(blocks, format="csr"), lengths
 
-    def _labels(self, y, lengths, *, fit):
+    def _labels(self, y, lengths, *, learn_classes):
+        """Label codes of ``y``, all sequences flat; ``learn_classes`` sets ``classes_`` first."""
         y = _check_sequence_list(y, "y")
         if len(y) != len(lengths):
             raise ValueError(
@@ -405,7 +406,7 @@ class LinearChainCRF(BaseEstimator):
                     f"sequence {s} has {n} tokens in X but {len(seq)} labels in y."
                 )
             flat.extend(seq)
-        if fit and not (self.warm_start and hasattr(self, "classes_")):
+        if learn_classes:
             seen = dict.fromkeys(flat)
             try:
                 classes = sorted(seen)
@@ -535,7 +536,8 @@ class LinearChainCRF(BaseEstimator):
         _check_feature_scale(
             matrix, lengths, None if self.vectorizer_ is None else self.vectorizer_.feature_names_
         )
-        gold = self._labels(y, lengths, fit=True)
+        gold = self._labels(y, lengths,
+                            learn_classes=not (self.warm_start and hasattr(self, "classes_")))
         if not warm:
             self.n_features_in_ = matrix.shape[1]
             self._attr_rank = frequency_rank(matrix)
