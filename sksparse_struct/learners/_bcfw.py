@@ -62,7 +62,6 @@ the averaging of the weights (see ``learners/_bcfw_fast.py``); the averaged
 weights are only formed once per pass, for the dual objective it reports.
 """
 
-import sys
 import time
 from numbers import Integral, Real
 from typing import NamedTuple
@@ -70,6 +69,7 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ..utils._reporting import Progress
 from ._bcfw_fast import BCFWState, average_into, direction, step
 
 __all__ = ["BCFWGap", "BCFWPass", "BCFWResult", "minimize_bcfw"]
@@ -430,6 +430,7 @@ def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, av
     converged = False
     n_iter = 0
     t0 = time.perf_counter()
+    progress = Progress("minimize_bcfw", verbose, "pass", max_iter)
     for n_iter in range(1, max_iter + 1):
         order = rng.permutation(n)
         total = None if compiled_pass is None else compiled_pass(state, order)
@@ -445,8 +446,8 @@ def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, av
             history.append(gap)
             converged = tol > 0 and gap.gap <= tol * abs(gap.primal)
         elapsed = time.perf_counter() - t0
-        if verbose and (n_iter % verbose == 0 or this_gap is not None or converged):
-            _report(n_iter, dual, this_gap, total, n, names, elapsed)
+        progress.update(n_iter, _fields(dual, this_gap, total, n, names),
+                        force=this_gap is not None or converged)
         if callback is not None:
             callback(BCFWPass(n_iter, total, n, dual, this_gap, int(state.counter[0]), elapsed))
         if converged:
@@ -456,12 +457,13 @@ def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, av
                       history, dual_curve, stats_curve)
 
 
-def _report(n_iter, dual, gap, stats, n, names, elapsed):
-    line = f"[BCFW] pass {n_iter:4d}  dual {dual:.6e}"
+def _fields(dual, gap, stats, n, names):
+    """The progress fields of a pass: objectives, gap, the problem's statistics per sample."""
+    fields = [("dual", dual)]
     if gap is not None:
         rel = gap.gap / abs(gap.primal) if gap.primal else np.inf
-        line += f"  primal {gap.primal:.6e}  gap {gap.gap:.3e} (relative {rel:.2e})"
+        fields += [("primal", gap.primal), ("gap", gap.gap), ("relative_gap", rel)]
     for t, value in enumerate(stats):
         name = names[t] if t < len(names) else f"stat{t}"
-        line += f"  {name} {value / n:.4g}"
-    print(line + f"  elapsed {elapsed:.2f}s", file=sys.stdout, flush=True)
+        fields.append((name.replace(" ", "_"), value / n))
+    return fields

@@ -126,6 +126,9 @@ class OnlineResult(NamedTuple):
         Score on the held-out samples after each epoch (empty without).
     best_validation_score : float or None
         The best of them.
+    converged : bool
+        Whether the stopping rule of ``tol`` ended the run (always False
+        with ``tol=None``, which runs ``max_epochs`` epochs).
     """
 
     coef: np.ndarray
@@ -135,6 +138,7 @@ class OnlineResult(NamedTuple):
     stats: list
     validation_scores: list
     best_validation_score: float | None
+    converged: bool
 
 
 def _check_options(method, learning_rate, l1, l2, batch_size, max_epochs, n_parts):
@@ -214,6 +218,9 @@ def minimize_online(problem, w0, sample_ids, *, method="adagrad", learning_rate=
     Returns
     -------
     result : OnlineResult
+        ``converged`` says whether the stopping rule ended the run; the
+        learner does not warn when it did not (the estimators do, in their
+        users' terms).
 
     Examples
     --------
@@ -263,6 +270,7 @@ def minimize_online(problem, w0, sample_ids, *, method="adagrad", learning_rate=
     best_score, best_coef = None, None
     best_loss = np.inf
     no_change = 0
+    converged = False
     step = 0
     epoch = 0
     coef = w
@@ -340,10 +348,12 @@ def minimize_online(problem, w0, sample_ids, *, method="adagrad", learning_rate=
                                      time.perf_counter() - t0))
             no_change = 0 if improved else no_change + 1
             if tol is not None and no_change >= n_iter_no_change:
+                converged = True
                 break
     finally:
         if pool is not None:
             pool.shutdown()
     if best_coef is not None:
         coef = best_coef
-    return OnlineResult(coef, epoch, step, loss_curve, stats_curve, scores, best_score)
+    return OnlineResult(coef, epoch, step, loss_curve, stats_curve, scores, best_score,
+                        converged)

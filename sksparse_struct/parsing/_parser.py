@@ -1,13 +1,12 @@
 """First-order dependency parser trained with SparseMAP, CRF, hinge or perceptron losses."""
 
-import os
-import sys
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
@@ -19,6 +18,7 @@ from ..metrics import uas_score
 from ..structures import DependencyTree
 from ..structures._tree_fast import lift_to_projective
 from ..utils import as_heads, first_bad_tree, is_labelled_pair, tree_error
+from ..utils._reporting import Progress, warn, warn_max_iter
 from ..utils._sklearn_compat import Interval, StrOptions, fit_context
 from . import _arc_filter_fast
 from ._parser_fast import ArcModel, TrainingOptions, score_sentence
@@ -55,15 +55,6 @@ def _given_fields(X):
         if len(given) == len(_TOKEN_FIELDS):
             break
     return tuple(name for name in _TOKEN_FIELDS if name in given)
-
-
-def _caller_stacklevel():
-    """The stacklevel of the first frame outside this package (for warnings)."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 class SparseMAPParser(BaseEstimator):
@@ -152,7 +143,9 @@ class SparseMAPParser(BaseEstimator):
         Stop when the mean training loss of ``n_iter_no_change`` successive
         epochs fails to fall below the best one minus ``tol`` (with
         ``early_stopping``: when the validation UAS fails to rise above the
-        best plus ``tol``). None: run ``max_iter`` epochs.
+        best plus ``tol``). A ``ConvergenceWarning`` says when ``max_iter``
+        ended the fit first. None: run ``max_iter`` epochs, without the
+        warning.
     early_stopping : bool, default=False
         Hold out ``validation_fraction`` of the sentences, measure UAS on
         them after every epoch, stop as ``tol`` says and keep the weights of
@@ -161,13 +154,21 @@ class SparseMAPParser(BaseEstimator):
         Fraction held out when ``early_stopping``.
     n_iter_no_change : int, default=3
         Epochs without improvement before stopping.
+    sparsemap_max_iter : int, default=200
+        Iterations of the active-set solver of SparseMAP, per sentence: in
+        training with the SparseMAP losses (a ``ConvergenceWarning`` says how
+        many solves reached it; see ``n_sparsemap_not_converged_``), and in
+        :meth:`predict_sparse` and :meth:`predict_marginals`.
     warm_start : bool, default=False
         Start from the weights of the previous fit (same features and
         labels required); the AdaGrad state starts afresh.
     random_state : int, RandomState or None, default=None
         Shuffling of the sentences and the validation split.
     verbose : int, default=0
-        Print one line per epoch (mean loss, validation UAS, elapsed time).
+        If positive, print a progress line every ``verbose`` epochs: the mean
+        loss, the label loss, the validation UAS, the epoch's time and the
+        total time (the format is described in the :ref:`User Guide
+        <progress>`).
     n_jobs : int or None, default=None
         Threads (at most two parts of every mini-batch are processed in
         parallel; prediction in chunks). Results are identical for any value.
@@ -198,8 +199,10 @@ class SparseMAPParser(BaseEstimator):
         With ``projective=True``: how many gold arcs were lifted to make the
         training trees projective (see Notes).
     n_sparsemap_not_converged_ : int
-        Active-set solves that stopped at their iteration limit (SparseMAP
-        losses); should be 0.
+        Active-set solves in training (one per sentence and epoch, with the
+        SparseMAP losses) that stopped at ``sparsemap_max_iter`` iterations
+        without converging; should be 0 (a ``ConvergenceWarning`` says when
+        it is not).
     arc_filter_keys_ : ndarray of int64 or None
         With ``arc_filter="tags"``: the sorted keys (tag pair, direction,
         distance bin) of the arcs kept; None otherwise.
@@ -264,6 +267,7 @@ class SparseMAPParser(BaseEstimator):
         "early_stopping": ["boolean"],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "sparsemap_max_iter": [Interval(Integral, 1, None, closed="left")],
         "warm_start": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -287,6 +291,7 @@ class SparseMAPParser(BaseEstimator):
         early_stopping=False,
         validation_fraction=0.1,
         n_iter_no_change=3,
+        sparsemap_max_iter=SPARSEMAP_OPTIONS.max_iter,
         warm_start=False,
         random_state=None,
         verbose=0,
@@ -306,6 +311,7 @@ class SparseMAPParser(BaseEstimator):
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
+        self.sparsemap_max_iter = sparsemap_max_iter
         self.warm_start = warm_start
         self.random_state = random_state
         self.verbose = verbose
@@ -376,13 +382,13 @@ class SparseMAPParser(BaseEstimator):
         missing = [name for name in trained if name not in given]
         if missing:
             names = " and ".join(repr(name) for name in missing)
-            warnings.warn(
+            warn(
                 f"no word of X gives {names}, but the parser was trained with "
                 f"{'them' if len(missing) > 1 else 'it'}: missing values are read as "
                 "unspecified and the parses are much worse. Give the same token fields "
                 f"as at fit ({', '.join(repr(name) for name in trained)}), e.g. "
                 "part-of-speech tags from a tagger.",
-                UserWarning, stacklevel=_caller_stacklevel())
+                UserWarning)
 
     def _targets(self, y, lengths, offsets):
         """Gold heads (stacked, -1 on root rows) and relation labels, checked."""
@@ -496,6 +502,7 @@ class SparseMAPParser(BaseEstimator):
         problem = ParsingProblem(treebank, lengths, gold, self._arc_model(keys),
                                  self._training_options(rng), n_features, self._n_threads())
         perceptron = LOSS_KINDS[self.loss] == PERCEPTRON
+        self._progress = Progress(self, self.verbose, "epoch", self.max_iter)
         result = minimize_online(
             problem, self.coef_.copy() if warm else np.zeros(n_features), train_ids,
             method="perceptron" if perceptron else "adagrad",
@@ -513,7 +520,27 @@ class SparseMAPParser(BaseEstimator):
         self.validation_scores_ = list(result.validation_scores)
         self.best_validation_score_ = result.best_validation_score
         self.n_sparsemap_not_converged_ = int(sum(stats[2] for stats in result.stats))
+        del self._progress
+        self._warn_convergence(result, n_train)
         return self
+
+    def _warn_convergence(self, result, n_train):
+        """The fit's warnings: max_iter reached first, SparseMAP solves unconverged."""
+        if self.tol is not None and not result.converged:
+            rule = (f"the validation UAS stopped rising by more than tol={self.tol}"
+                    if self.early_stopping else
+                    f"the mean training loss stopped falling by more than tol={self.tol}")
+            warn_max_iter("SparseMAPParser", self.max_iter, "epoch",
+                          f"{rule} ({self.n_iter_no_change} epochs in a row)")
+        if self.n_sparsemap_not_converged_:
+            warn(
+                f"SparseMAPParser (loss={self.loss!r}): {self.n_sparsemap_not_converged_} of "
+                f"{n_train * result.n_epochs} SparseMAP solves in training (one per sentence "
+                f"and epoch) did not converge in sparsemap_max_iter={self.sparsemap_max_iter} "
+                "active-set iterations, so their losses and gradients are approximate. "
+                "Increase sparsemap_max_iter.",
+                ConvergenceWarning,
+            )
 
     def _label_codes(self, label_list, word_rows, warm):
         """The relation labels learnt and the label index of every row (-1 on roots)."""
@@ -551,21 +578,26 @@ class SparseMAPParser(BaseEstimator):
             self.min_arc_gradient > 0)
         return TrainingOptions(
             kind=np.int64(kind), label_margin=0.0 if kind == PERCEPTRON else 1.0,
-            sparsemap=SPARSEMAP_OPTIONS,
+            sparsemap=self._sparsemap_options(),
             min_gradient=float(self.min_arc_gradient) if sparsify else 0.0,
             seed=np.int64(rng.randint(np.iinfo(np.int32).max) if sparsify else 0),
         )
 
+    def _sparsemap_options(self):
+        # Parsers pickled before sparsemap_max_iter existed use the default.
+        max_iter = getattr(self, "sparsemap_max_iter", SPARSEMAP_OPTIONS.max_iter)
+        return SPARSEMAP_OPTIONS._replace(max_iter=int(max_iter))
+
     def _report(self, info):
-        """Print one line per epoch when verbose."""
-        if not self.verbose:
-            return
-        message = f"epoch {info.epoch}: loss {info.loss:.5f}"
+        """The progress line of an epoch (printed when verbose)."""
+        fields = [("loss", info.loss)]
         if self.classes_ is not None:
-            message += f", label loss {info.stats[1] / info.n_samples:.5f}"
+            fields.append(("label_loss", info.stats[1] / info.n_samples))
         if info.validation_score is not None:
-            message += f", validation UAS {info.validation_score:.4f}"
-        print(f"{message}, {info.elapsed:.1f} s", file=sys.stdout, flush=True)
+            fields.append(("val_uas", info.validation_score))
+        if "sparsemap" in self.loss:
+            fields.append(("sparsemap_unconverged", int(info.stats[2])))
+        self._progress.update(info.epoch, fields)
 
     def _fit_arc_filter(self, treebank, train_ids, warm):
         """Sorted keys of the training arcs kept by ``arc_filter="tags"`` (or None).
@@ -686,18 +718,28 @@ class SparseMAPParser(BaseEstimator):
             ``marginals[h, m]`` is the posterior of the arc ``h -> m``; each
             column ``m >= 1`` sums to one.
         """
+        if self.loss != "crf":
+            return [result.marginals for result in self._sparsemap_all(X)]
         structure = self._structure()
-        out = []
-        for S in self.decision_function(X):
-            if self.loss == "crf":
-                out.append(structure.marginals(S)[0])
-            else:
-                out.append(self._sparsemap(structure, S).marginals)
-        return out
+        return [structure.marginals(S)[0] for S in self.decision_function(X)]
 
-    def _sparsemap(self, structure, S):
-        return sparsemap(structure, S, max_iter=SPARSEMAP_OPTIONS.max_iter,
-                         tol=SPARSEMAP_OPTIONS.tol)
+    def _sparsemap_all(self, X):
+        """SparseMAP on the arc scores of every sentence, with one warning for all."""
+        scores = self.decision_function(X)
+        structure = self._structure()
+        options = self._sparsemap_options()
+        with warnings.catch_warnings():
+            # One warning for all the sentences, below, rather than one each.
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            results = [sparsemap(structure, S, max_iter=options.max_iter, tol=options.tol)
+                       for S in scores]
+        n_failed = sum(not result.converged for result in results)
+        if n_failed:
+            warn(f"SparseMAPParser: SparseMAP did not converge in sparsemap_max_iter="
+                 f"{options.max_iter} active-set iterations on {n_failed} of {len(results)} "
+                 "sentences (their distributions over trees are valid but not the optimal "
+                 "ones); increase sparsemap_max_iter.", ConvergenceWarning)
+        return results
 
     def predict_sparse(self, X):
         """The SparseMAP distribution over trees of every sentence.
@@ -714,13 +756,8 @@ class SparseMAPParser(BaseEstimator):
             probability)`` (heads as :meth:`predict` returns them), most
             probable first. Usually a handful of trees.
         """
-        structure = self._structure()
-        out = []
-        for S in self.decision_function(X):
-            result = self._sparsemap(structure, S)
-            out.append([(np.asarray(heads[1:], dtype=np.int64), float(p))
-                        for heads, p in result.support])
-        return out
+        return [[(np.asarray(heads[1:], dtype=np.int64), float(p)) for heads, p in result.support]
+                for result in self._sparsemap_all(X)]
 
     def score(self, X, y):
         """Unlabelled attachment score (fraction of words with the right head).

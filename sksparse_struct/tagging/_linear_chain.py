@@ -1,8 +1,6 @@
 """Linear-chain CRF taggers (CRF, structured SVM, perceptron, SparseMAP losses)."""
 
 import numbers
-import sys
-import time
 import warnings
 from numbers import Integral, Real
 
@@ -16,9 +14,10 @@ from sklearn.utils.validation import check_is_fitted
 from ..feature_extraction import SequenceVectorizer
 from ..inference import sparsemap
 from ..learners import minimize_bcfw, minimize_lbfgs, minimize_online
-from ..losses._kinds_fast import LOSS_KINDS, STRUCTURED_LOSSES
+from ..losses._kinds_fast import LOSS_KINDS, SPARSEMAP_OPTIONS, STRUCTURED_LOSSES
 from ..metrics import flat_accuracy_score
 from ..structures import Sequence
+from ..utils._reporting import Progress, warn, warn_max_iter
 from ..utils._sklearn_compat import Interval, StrOptions, fit_context
 from ._problem import (
     ChainBCFWProblem,
@@ -102,6 +101,31 @@ def _check_feature_scale(matrix, lengths, names):
     )
 
 
+# Largest feature magnitude at which a failed L-BFGS line search is put down
+# to rounding near the optimum rather than to the scale of the features.
+_MODERATE_FEATURE_VALUE = 100.0
+
+
+def _warn_line_search(who, n_iter, feature_scale):
+    """The warning of an L-BFGS run whose line search found no step, in the user's terms."""
+    if n_iter == 0:
+        what = ("could not take a single step: its line search found no step that lowers the "
+                "objective, so the weights are still at their starting values")
+    else:
+        what = (f"stopped after {n_iter} iterations without converging: its line search "
+                "found no step that lowers the objective enough")
+    if feature_scale > _MODERATE_FEATURE_VALUE:
+        why = (f"The largest feature value is {feature_scale:.3g} in magnitude: features that "
+               "large make the objective too steep for the solver. Rescale the features "
+               "(e.g. divide each by its largest absolute value) and fit again.")
+    else:
+        why = ("The features are moderate (the largest is "
+               f"{feature_scale:.3g} in magnitude), so the objective is probably flat to "
+               "rounding error near its minimum and the weights close to optimal; a larger "
+               "tol stops before that point.")
+    warn(f"{who} {what}. {why}", ConvergenceWarning)
+
+
 def _split_label_by_prefix(label):
     if isinstance(label, str) and len(label) > 2 and label[1] == "-" and label[0] in "BIES":
         return label[0], label[2:]
@@ -176,14 +200,17 @@ class LinearChainCRF(BaseEstimator):
         bounds the distance to the optimum (:attr:`duality_gap_`).
     max_iter : int, default=100
         Iterations of L-BFGS, or epochs of AdaGrad / perceptron / BCFW.
-    tol : float, default=1e-5
+    tol : float or None, default=1e-5
         L-BFGS stops when the gradient norm is below ``tol * max(1, ||w||)``
         or the objective improved by less than a fraction ``tol`` in 10
         iterations (CRFsuite's epsilon and delta). AdaGrad and the perceptron
         stop when three epochs in a row fail to lower the mean training loss
-        per sequence (penalties apart) below the best so far minus ``tol``;
-        ``tol=0`` runs ``max_iter`` epochs. BCFW stops when the duality gap,
-        computed every 10 passes, is at most ``tol`` times the objective.
+        per sequence (penalties apart) below the best so far minus ``tol``.
+        BCFW stops when the duality gap, computed every 10 passes, is at
+        most ``tol`` times the objective. A ``ConvergenceWarning`` says when
+        ``max_iter`` ended the fit first. None or 0: no stopping rule, run
+        ``max_iter`` iterations (L-BFGS still stops at an exact stationary
+        point) and do not warn.
     all_possible_states : bool, default=False
         If False, a feature gets a weight only for the labels it was seen with
         in training (as in CRFsuite, much smaller models); if True for every
@@ -204,14 +231,20 @@ class LinearChainCRF(BaseEstimator):
     batch_size : int, default=32
         Sequences per AdaGrad step (the perceptron updates after every
         sequence).
+    sparsemap_max_iter : int, default=200
+        Iterations of the active-set solver behind the SparseMAP losses, per
+        sequence and evaluation. A ``ConvergenceWarning`` says how many
+        solves reached it (their losses and gradients are then approximate).
     warm_start : bool, default=False
         Start from the previous solution (same features and labels). Not
         with ``solver="bcfw"``, whose dual state is not kept.
     random_state : int, RandomState instance or None, default=None
         Shuffling for AdaGrad, the perceptron and BCFW.
     verbose : int, default=0
-        If positive, print the iteration, objective and elapsed time every
-        ``verbose`` iterations.
+        If positive, print a progress line every ``verbose`` iterations
+        (epochs, passes): the objective or mean loss, the mistakes (hinge,
+        perceptron), the iteration's time and the total time (the format is
+        described in the :ref:`User Guide <progress>`).
     n_jobs : int, default=None
         Threads used over sequences; ``None`` means 1, -1 all cores. L-BFGS
         evaluations run over 4 fixed parts of the data, AdaGrad over two
@@ -282,12 +315,13 @@ class LinearChainCRF(BaseEstimator):
         "c2": [Interval(Real, 0, None, closed="left")],
         "solver": [StrOptions({"auto", "lbfgs", "adagrad", "perceptron", "bcfw"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="left")],
+        "tol": [None, Interval(Real, 0, None, closed="left")],
         "all_possible_states": ["boolean"],
         "all_possible_transitions": ["boolean"],
         "forbidden_transitions": [None, StrOptions({"bio", "iobes"}), list, tuple],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "sparsemap_max_iter": [Interval(Integral, 1, None, closed="left")],
         "warm_start": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -308,6 +342,7 @@ class LinearChainCRF(BaseEstimator):
         forbidden_transitions=None,
         learning_rate=0.1,
         batch_size=32,
+        sparsemap_max_iter=SPARSEMAP_OPTIONS.max_iter,
         warm_start=False,
         random_state=None,
         verbose=0,
@@ -324,6 +359,7 @@ class LinearChainCRF(BaseEstimator):
         self.forbidden_transitions = forbidden_transitions
         self.learning_rate = learning_rate
         self.batch_size = batch_size
+        self.sparsemap_max_iter = sparsemap_max_iter
         self.warm_start = warm_start
         self.random_state = random_state
         self.verbose = verbose
@@ -553,7 +589,7 @@ class LinearChainCRF(BaseEstimator):
             w0 = np.zeros(model.n_params)
         self.duality_gap_ = None
         if solver == "lbfgs":
-            w = self._fit_lbfgs(model, data, w0)
+            w = self._fit_lbfgs(model, data, w0, np.abs(matrix.data).max(initial=0.0))
         elif solver == "bcfw":
             w = self._fit_bcfw(model, data)
         else:
@@ -576,69 +612,92 @@ class LinearChainCRF(BaseEstimator):
         self.coef_ = sp.csr_matrix((w[:model.n_pairs], (model.pair_label, cols)),
                                    shape=(len(self.classes_), n_features))
 
-    def _progress(self, it, objective, start_time, extra=""):
-        if self.verbose and it % max(int(self.verbose), 1) == 0:
-            print(
-                f"[LinearChainCRF] iteration {it:4d}  objective {objective:.6e}{extra}  "
-                f"elapsed {time.perf_counter() - start_time:.2f}s",
-                file=sys.stdout, flush=True,
-            )
-
     def _n_threads(self):
         return effective_n_jobs(self.n_jobs) if self.n_jobs is not None else 1
 
-    def _fit_lbfgs(self, model, data, w0):
+    def _sparsemap_options(self):
+        return SPARSEMAP_OPTIONS._replace(max_iter=int(self.sparsemap_max_iter))
+
+    def _warn_sparsemap(self, n_solves, n_failed, each):
+        """One warning for the training's SparseMAP solves that stopped at their limit."""
+        if n_failed and "sparsemap" in self.loss:
+            warn(
+                f"LinearChainCRF (loss={self.loss!r}): {n_failed} of {n_solves} SparseMAP "
+                f"solves in training ({each}) did not converge in sparsemap_max_iter="
+                f"{self.sparsemap_max_iter} active-set iterations, so their losses and "
+                "gradients are approximate. Increase sparsemap_max_iter.",
+                ConvergenceWarning,
+            )
+
+    def _fit_lbfgs(self, model, data, w0, feature_scale):
         kind = LOSS_KINDS[self.loss]
         c2 = float(self.c2)
+        options = self._sparsemap_options()
+        n_failed = [0, 0]  # evaluations, and SparseMAP solves that did not converge
 
         def fun(w):
-            f, g, _ = runner.loss_and_grad(kind, model, data, w)
+            f, g, failed = runner.loss_and_grad(kind, model, data, w, options)
+            n_failed[0] += 1
+            n_failed[1] += failed
             if c2 > 0:
                 f += c2 * float(w @ w)
                 g += (2.0 * c2) * w
             g *= model.learned
             return f, g
 
-        start_time = time.perf_counter()
+        progress = Progress(self, self.verbose, "iteration", self.max_iter)
 
         def callback(info):
-            self._progress(info.iteration, info.fun, start_time, f"  |g| {info.grad_norm:.3e}")
+            progress.update(info.iteration, [("objective", info.fun),
+                                             ("grad_norm", info.grad_norm)])
 
+        tol = float(self.tol or 0.0)
         with ChainRunner(self._n_threads()) as runner:
             result = minimize_lbfgs(
                 fun, w0, c1=float(self.c1), l1_mask=model.learned > 0, max_iter=self.max_iter,
-                epsilon=self.tol, delta=self.tol, callback=callback,
+                epsilon=tol, delta=tol, callback=callback,
             )
         self.n_iter_ = result.n_iter
         self.objective_ = float(result.fun)
-        if not result.converged and result.n_iter >= self.max_iter:
-            warnings.warn(
-                f"L-BFGS did not converge in max_iter={self.max_iter} iterations "
-                f"({result.message}); increase max_iter.",
-                ConvergenceWarning,
-            )
+        who = f"LinearChainCRF (solver='lbfgs'{', with c1 > 0: OWL-QN' if self.c1 else ''})"
+        if result.converged:
+            pass
+        elif result.n_iter < self.max_iter:
+            # The callback never stops the run: only a failed line search
+            # ends it before max_iter without converging.
+            _warn_line_search(who, result.n_iter, feature_scale)
+        elif self.tol:
+            warn_max_iter(who, self.max_iter, "iteration",
+                          f"the gradient norm fell below tol={self.tol} (relative to the "
+                          "weights) or the objective's relative decrease over 10 iterations "
+                          "below tol")
+        self._warn_sparsemap(n_failed[0] * data.n_sequences, n_failed[1],
+                             "one per sequence and evaluation of the objective")
         return result.x
 
     def _fit_online(self, solver, model, data, w0):
         """AdaGrad or the averaged perceptron (``learners.minimize_online``)."""
         n = data.n_sequences
         perceptron = solver == "perceptron"
-        start_time = time.perf_counter()
-        counted = "  mistakes" if self.loss in ("hinge", "perceptron") else (
-            "  unconverged SparseMAP" if "sparsemap" in self.loss else "")
+        sparsemap_loss = "sparsemap" in self.loss
+        counted = "sparsemap_unconverged" if sparsemap_loss else (
+            "mistakes" if self.loss in ("hinge", "perceptron") else None)
+        progress = Progress(self, self.verbose, "epoch", self.max_iter)
 
         def callback(info):
-            extra = f"{counted} {int(info.stats[1])}" if counted else ""
-            self._progress(info.epoch, info.stats[0], start_time, extra)
+            fields = [("loss", info.loss)]
+            if counted:
+                fields.append((counted, int(info.stats[1])))
+            progress.update(info.epoch, fields)
 
         # CRFsuite's penalties are added to the sum of the losses, the
         # learner's to their mean.
         result = minimize_online(
-            ChainProblem(LOSS_KINDS[self.loss], model, data), w0, np.arange(n),
-            method=solver, learning_rate=self.learning_rate,
+            ChainProblem(LOSS_KINDS[self.loss], model, data, self._sparsemap_options()), w0,
+            np.arange(n), method=solver, learning_rate=self.learning_rate,
             l1=0.0 if perceptron else self.c1 / n, l2=0.0 if perceptron else 2.0 * self.c2 / n,
             batch_size=1 if perceptron else self.batch_size, max_epochs=self.max_iter,
-            tol=self.tol if self.tol > 0 else None, n_iter_no_change=_N_ITER_NO_CHANGE,
+            tol=self.tol if self.tol else None, n_iter_no_change=_N_ITER_NO_CHANGE,
             average=perceptron,
             random_state=self.random_state, n_parts=_BATCH_PARTS, n_threads=self._n_threads(),
             callback=callback,
@@ -648,6 +707,13 @@ class LinearChainCRF(BaseEstimator):
         self.objective_ = float(result.stats[-1][0])
         if not perceptron:
             self.objective_ += self.c2 * float(w @ w) + self.c1 * float(np.abs(w).sum())
+        if self.tol and not result.converged:
+            warn_max_iter(f"LinearChainCRF (solver={solver!r})", self.max_iter, "epoch",
+                          f"the mean training loss per sequence stopped falling by more than "
+                          f"tol={self.tol} ({_N_ITER_NO_CHANGE} epochs in a row)")
+        if sparsemap_loss:
+            self._warn_sparsemap(n * result.n_epochs, int(sum(st[1] for st in result.stats)),
+                                 "one per sequence and epoch")
         return w
 
     def _fit_bcfw(self, model, data):
@@ -658,27 +724,29 @@ class LinearChainCRF(BaseEstimator):
         ``2 c2`` when ``C = 1 / (2 c2)``.
         """
         C = 1.0 / (2.0 * self.c2)
-        start_time = time.perf_counter()
+        progress = Progress(self, self.verbose, "pass", self.max_iter)
 
         def callback(info):
-            if not (self.verbose and info.n_iter % max(int(self.verbose), 1) == 0):
-                return
             # The objective and the gap only on the passes that compute them.
-            line = f"[LinearChainCRF] iteration {info.n_iter:4d}  dual {info.dual / C:.6e}"
+            fields = [("dual", info.dual / C)]
             if info.gap is not None:
-                line += (f"  objective {info.gap.primal / C:.6e}  duality gap "
-                         f"{info.gap.gap / C:.3e}")
-            print(f"{line}  mistakes {int(info.stats[1])}  elapsed "
-                  f"{time.perf_counter() - start_time:.2f}s", file=sys.stdout, flush=True)
+                fields += [("objective", info.gap.primal / C), ("duality_gap", info.gap.gap / C)]
+            fields.append(("mistakes", int(info.stats[1])))
+            progress.update(info.n_iter, fields, force=info.gap is not None)
 
         result = minimize_bcfw(
-            ChainBCFWProblem(model, data, self._n_threads()), C=C, max_iter=self.max_iter, tol=self.tol,
-            gap_every=_BCFW_GAP_EVERY, random_state=self.random_state, callback=callback,
+            ChainBCFWProblem(model, data, self._n_threads()), C=C, max_iter=self.max_iter,
+            tol=float(self.tol or 0.0), gap_every=_BCFW_GAP_EVERY,
+            random_state=self.random_state, callback=callback,
         )
         self.n_iter_ = result.n_iter
         # The gap is always computed after the last pass.
         self.objective_ = result.gap.primal / C
         self.duality_gap_ = result.gap.gap / C
+        if self.tol and not result.converged:
+            warn_max_iter("LinearChainCRF (solver='bcfw')", self.max_iter, "pass",
+                          f"the duality gap fell to tol={self.tol} times the objective (it "
+                          f"is {self.duality_gap_ / abs(self.objective_):.3g} times it)")
         return result.coef
 
     # --- prediction ---------------------------------------------------------
@@ -745,7 +813,8 @@ class LinearChainCRF(BaseEstimator):
         X : list of sequences
             As in :meth:`fit`.
         max_iter : int, default=200
-            Active-set iterations.
+            Active-set iterations per sequence; one ``ConvergenceWarning``
+            says on how many sequences they did not suffice.
         tol : float, default=1e-9
             Relative duality-gap tolerance.
 
@@ -764,14 +833,25 @@ class LinearChainCRF(BaseEstimator):
         classes = self.classes_.tolist()
         out = []
         structure = Sequence()
-        for s in range(len(lengths)):
-            u = U[data.offsets[s]:data.offsets[s + 1]]
-            if len(u) == 0:
-                out.append([([], 1.0)])
-                continue
-            res = sparsemap(structure, u, trans, start, end, max_iter=max_iter, tol=tol)
-            # res.support is already sorted, most probable first.
-            out.append([([classes[i] for i in labels], p) for labels, p in res.support])
+        n_solves = n_failed = 0
+        with warnings.catch_warnings():
+            # One warning for all the sequences, below, rather than one each.
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            for s in range(len(lengths)):
+                u = U[data.offsets[s]:data.offsets[s + 1]]
+                if len(u) == 0:
+                    out.append([([], 1.0)])
+                    continue
+                res = sparsemap(structure, u, trans, start, end, max_iter=max_iter, tol=tol)
+                n_solves += 1
+                n_failed += not res.converged
+                # res.support is already sorted, most probable first.
+                out.append([([classes[i] for i in labels], p) for labels, p in res.support])
+        if n_failed:
+            warn(f"LinearChainCRF.predict_sparse: SparseMAP did not converge in max_iter="
+                 f"{max_iter} iterations on {n_failed} of {n_solves} sequences (their "
+                 "distributions are valid but not the optimal ones); increase max_iter.",
+                 ConvergenceWarning)
         return out
 
     def score(self, X, y):

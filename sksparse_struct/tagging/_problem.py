@@ -314,12 +314,15 @@ class ChainProblem:
     model : ChainModel
     data : ChainData
         With gold labels.
+    sparsemap_options : SparseMAPOptions, default=SPARSEMAP_OPTIONS
+        The active set's settings, for the SparseMAP losses.
     """
 
-    def __init__(self, kind, model, data):
+    def __init__(self, kind, model, data, sparsemap_options=SPARSEMAP_OPTIONS):
         self.kind = kind
         self.model = model
         self.data = data
+        self.sparsemap_options = sparsemap_options
         self.chains = data.chains(model)
         self.n_params = model.n_params
         K, P = model.n_labels, model.n_pairs
@@ -348,7 +351,8 @@ class ChainProblem:
             tail = self._tails[part] = (np.zeros((K, K)), np.zeros(K), np.zeros(K))
         out = ChainGradient(_EMPTY, *tail, gradient, part, step, self.model.tail_learned)
         losses = np.empty(sample_ids.shape[0])
-        count = part_loss(self.kind, self.chains, self._scores(w), sample_ids, out, losses)
+        count = part_loss(self.kind, self.chains, self._scores(w), sample_ids, out, losses,
+                          self.sparsemap_options)
         return np.array([losses.sum(), count])
 
     def sequential_steps(self, w, sample_ids, gradient, first_step, scale, opt, rule):

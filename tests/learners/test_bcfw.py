@@ -444,9 +444,9 @@ def test_callback_and_verbose(capsys):
     np.testing.assert_array_equal(seen[0].stats, [problem.n_samples, problem.n_samples])
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 4
-    assert out[0].startswith("[BCFW] pass    1  dual ")
-    assert "integral 1" in out[0] and "calls 1" in out[0]
-    assert "gap" in out[1] and "gap" not in out[0]
+    assert out[0].startswith("[minimize_bcfw] pass 1/4  dual ")
+    assert "  integral 1  calls 1  pass_time " in out[0] and "total_time" in out[0]
+    assert "  gap " in out[1] and "  relative_gap " in out[1] and "gap" not in out[0]
 
 
 def test_gap_at_the_last_pass_and_never():

@@ -404,11 +404,12 @@ def test_verbose_prints_one_line_per_epoch(data, capsys):
     small_parser(max_iter=3, tol=None, verbose=1).fit(X, y)
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 3
-    assert [line.split(":")[0] for line in lines] == ["epoch 1", "epoch 2", "epoch 3"]
-    assert all("loss" in line for line in lines)
-    small_parser(max_iter=2, early_stopping=True, verbose=1).fit(X, y)
+    assert [line.split("  ")[0] for line in lines] == [
+        "[SparseMAPParser] epoch 1/3", "[SparseMAPParser] epoch 2/3", "[SparseMAPParser] epoch 3/3"]
+    assert all("  loss " in line and "  epoch_time " in line for line in lines)
+    small_parser(max_iter=2, tol=None, early_stopping=True, verbose=1).fit(X, y)
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 2 and all("validation UAS" in line for line in lines)
+    assert len(lines) == 2 and all("  val_uas " in line for line in lines)
     small_parser(max_iter=2).fit(X, y)
     assert capsys.readouterr().out == ""
 

@@ -1,0 +1,194 @@
+"""How the estimators talk to their users: warnings and progress lines.
+
+Warnings
+    :func:`warn` issues a warning attributed to the user's own call: the
+    first frame of the stack outside this package and outside scikit-learn
+    (whose ``fit`` wrapper, pipelines and model selection stand between a
+    user and an estimator). A user sees the line of their script that
+    caused it, and the warnings filters' "once per location" rule applies
+    to that line.
+
+Progress lines
+    Every estimator with a ``verbose`` parameter prints its progress through
+    :class:`Progress`, in one format::
+
+        [LinearChainCRF] epoch  3/10  loss 12.3457  mistakes 4  epoch_time 0.21 s  total_time 0.64 s
+
+    the class name in brackets; the unit (``iteration``, ``epoch`` or
+    ``pass``) with its number out of the most there can be; then ``name
+    value`` fields, two spaces apart; last, the time of this iteration
+    (``<unit>_time``) and the time since training started (``total_time``).
+    One-off lines, such as a notice that compiled kernels are being
+    built, go through :meth:`Progress.note`, with the same prefix.
+"""
+
+import os
+import sys
+import time
+import warnings
+
+import sklearn
+from sklearn.exceptions import ConvergenceWarning
+
+__all__ = ["Progress", "format_progress", "user_stacklevel", "warn", "warn_max_iter"]
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_SKLEARN = os.path.dirname(os.path.abspath(sklearn.__file__)) + os.sep
+_SKIPPED = (_PACKAGE, _SKLEARN)
+
+
+def user_stacklevel():
+    """The ``stacklevel`` that attributes a warning to the user's call.
+
+    For a ``warnings.warn`` made by the caller of this function: the level
+    of the first frame outside this package and outside scikit-learn.
+
+    Returns
+    -------
+    stacklevel : int
+    """
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_SKIPPED):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def warn(message, category=UserWarning):
+    """``warnings.warn(message, category)`` attributed to the user's call.
+
+    Parameters
+    ----------
+    message : str
+    category : type of Warning, default=UserWarning
+    """
+    warnings.warn(message, category, stacklevel=user_stacklevel())
+
+
+def warn_max_iter(who, max_iter, unit, rule):
+    """The ``ConvergenceWarning`` of a fit that ``max_iter`` ended before its stopping rule.
+
+    The estimators' rule, scikit-learn's: warn when ``tol`` is set and
+    ``max_iter`` stops the fit; not with ``tol=None`` (a fixed number of
+    iterations was asked for), nor when the stopping rule ended it.
+
+    Parameters
+    ----------
+    who : str
+        The estimator, e.g. ``"LinearChainCRF (solver='adagrad')"``.
+    max_iter : int
+    unit : str
+        ``"iteration"``, ``"epoch"`` or ``"pass"``.
+    rule : str
+        What had not happened yet, ending the sentence "max_iter epochs
+        ended the fit before ...", e.g. ``"the mean training loss stopped
+        falling by more than tol=0.0001 (3 epochs in a row)"``.
+    """
+    plural = f"{unit}es" if unit == "pass" else f"{unit}s"
+    warn(f"{who} did not converge: max_iter={max_iter} {unit if max_iter == 1 else plural} "
+         f"ended the fit before {rule}. Increase max_iter (or tol); tol=None runs max_iter "
+         f"{plural} without this warning.", ConvergenceWarning)
+
+
+def _value(value):
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def format_progress(name, unit, k, total, fields, step_time, total_time):
+    """One progress line (without the newline); see the module docstring.
+
+    Parameters
+    ----------
+    name : str
+        The estimator's class name.
+    unit : str
+        ``"iteration"``, ``"epoch"`` or ``"pass"``.
+    k : int
+        Number of the iteration, from 1.
+    total : int or None
+        The most iterations there can be (``max_iter``).
+    fields : sequence of (str, object)
+        ``(name, value)`` pairs, in order; floats are written with 6
+        significant digits, pairs whose value is None are left out.
+    step_time, total_time : float
+        Seconds of this iteration, and since training started.
+
+    Returns
+    -------
+    line : str
+
+    Examples
+    --------
+    >>> from sksparse_struct.utils._reporting import format_progress
+    >>> format_progress("LinearChainCRF", "epoch", 3, 10, [("loss", 12.345678),
+    ...                 ("mistakes", 4), ("val_acc", None)], 0.2051, 0.6449)
+    '[LinearChainCRF] epoch  3/10  loss 12.3457  mistakes 4  epoch_time 0.21 s  total_time 0.64 s'
+    """
+    if total is None:
+        counter = str(k)
+    else:
+        counter = f"{k:>{len(str(total))}}/{total}"
+    parts = [f"[{name}] {unit} {counter}"]
+    parts.extend(f"{label} {_value(value)}" for label, value in fields if value is not None)
+    parts.append(f"{unit}_time {step_time:.2f} s")
+    parts.append(f"total_time {total_time:.2f} s")
+    return "  ".join(parts)
+
+
+class Progress:
+    """The progress lines of one training run, printed when ``verbose`` is on.
+
+    Create it when training starts; call :meth:`update` after every
+    iteration (it times each one, and prints every ``verbose``-th).
+
+    Parameters
+    ----------
+    owner : object or str
+        The estimator (its class name is printed) or a name.
+    verbose : int or bool
+        0 or False: print nothing; ``k``: every ``k``-th iteration.
+    unit : str
+        ``"iteration"``, ``"epoch"`` or ``"pass"``.
+    total : int or None, default=None
+        The most iterations there can be (``max_iter``).
+    """
+
+    def __init__(self, owner, verbose, unit, total=None):
+        self.name = owner if isinstance(owner, str) else type(owner).__name__
+        self.every = max(int(verbose), 1) if verbose else 0
+        self.unit = unit
+        self.total = total
+        self.start = self._last = time.perf_counter()
+
+    def __bool__(self):
+        return self.every > 0
+
+    def update(self, k, fields=(), force=False):
+        """Time iteration ``k`` and print its line if it is due (or ``force``).
+
+        Parameters
+        ----------
+        k : int
+            Number of the iteration just finished, from 1.
+        fields : sequence of (str, object), default=()
+            As in :func:`format_progress`.
+        force : bool, default=False
+            Print even if ``k`` is not a multiple of ``verbose`` (e.g. on the
+            iterations that compute a duality gap).
+        """
+        now = time.perf_counter()
+        step_time, self._last = now - self._last, now
+        if self.every and (force or k % self.every == 0):
+            self._print(format_progress(self.name, self.unit, k, self.total, fields,
+                                        step_time, now - self.start))
+
+    def note(self, text):
+        """Print ``[name] text`` when verbose: a one-off line of the same run."""
+        if self.every:
+            self._print(f"[{self.name}] {text}")
+
+    @staticmethod
+    def _print(line):
+        print(line, file=sys.stdout, flush=True)
+
