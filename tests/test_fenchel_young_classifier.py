@@ -289,7 +289,7 @@ def test_convergence_warning_and_verbose(multiclass, capsys):
         warnings.simplefilter("error", ConvergenceWarning)
         FenchelYoungClassifier(verbose=1).fit(X, y)
     out = capsys.readouterr().out
-    assert "iteration 1: objective" in out
+    assert out.startswith("[FenchelYoungClassifier] iteration   1/100  objective ")
 
 
 def test_inputs_not_modified(multiclass):

@@ -12,6 +12,7 @@ from ..feature_extraction import DocumentFeatures
 from ..inference import ad3, ad3_map, milp_map
 from ..learners import minimize_bcfw
 from ..metrics import argument_f1_score
+from ..utils._reporting import Progress
 from ..utils._sklearn_compat import Interval, StrOptions, fit_context
 from ._graph import build_argument_graph
 from ._problem import (
@@ -156,10 +157,12 @@ class StructuredSVMArgumentMiner(BaseEstimator):
     random_state : int, RandomState or None, default=None
         Order of the documents in each pass.
     verbose : int, default=0
-        If positive, print a line every ``verbose`` passes: the dual
-        objective, the duality gap when computed (every 25 passes and after
-        the last), the share of integral LP solutions and AD³'s iterations
-        per document.
+        If positive, print a progress line every ``verbose`` passes (and
+        after every pass that computes the duality gap: every 25 passes and
+        the last): the dual objective, the objective and duality gap when
+        computed, the share of integral LP solutions, AD³'s iterations per
+        document, the pass's time and the total time (the format is
+        described in the :ref:`User Guide <progress>`).
 
     Attributes
     ----------
@@ -382,9 +385,20 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         problem = ArgumentProblem(docs, targets, graphs, self.layout_, self.link_cost_,
                                   self._ad3_options())
         self.integral_fraction_, self.duality_gaps_ = [], []
+        progress = Progress(self, self.verbose, "pass", self.max_iter)
+
+        def callback(info):
+            self._record(info)
+            fields = [("dual", info.dual)]
+            if info.gap is not None:
+                fields += [("objective", info.gap.primal), ("duality_gap", info.gap.gap)]
+            fields += [("integral", self.integral_fraction_[-1]),
+                       ("ad3_iterations", float(info.stats[1]) / info.n_samples)]
+            progress.update(info.n_iter, fields, force=info.gap is not None)
+
         result = minimize_bcfw(problem, C=self.C, max_iter=self.max_iter,
                                random_state=check_random_state(self.random_state),
-                               callback=self._record, verbose=self.verbose)
+                               callback=callback)
         self.coef_ = result.coef
         self.n_iter_ = result.n_iter
         self.objective_ = result.gap.primal if result.gap is not None else None

@@ -30,7 +30,6 @@ The conditional-gradient variants (App. B.1) are slower references, in NumPy.
 
 import dataclasses
 import numbers
-import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -40,6 +39,7 @@ from ..structures._projective import no_projective_tree_error
 from ..structures._sequence import kernel_inputs as sequence_kernel_inputs
 from ..structures._sequence import raise_infeasible as raise_no_sequence
 from ..structures._tree import no_tree_error, tree_options
+from ..utils._reporting import warn
 from ..utils._validation import check_positive_scalar
 from ._sparsemap_fast import (
     active_set_projective_tree,
@@ -890,11 +890,10 @@ def _solve(structure, parts, method, max_iter, tol, init, caller):
     if not converged:
         # Report the gap at the point returned (one more oracle call).
         _, _, gap = _linear_gap(structure, parts, support, u)
-        warnings.warn(
+        warn(
             f"{caller} (method={method!r}) did not converge in max_iter={max_iter} "
             f"iterations: Wolfe gap {gap:.3g}; increase max_iter.",
             ConvergenceWarning,
-            stacklevel=3,  # the caller of sparsemap / sparsemap_parts
         )
     objective = float(support.theta[:k] @ p - 0.5 * (u @ u))
     return SparseMAPResult(

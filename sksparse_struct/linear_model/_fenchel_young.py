@@ -1,7 +1,5 @@
 """Linear multiclass classifier trained with a Fenchel-Young loss."""
 
-import sys
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -21,6 +19,7 @@ from ..losses import SMOOTH_LOSS_NAMES, fenchel_young_predict_proba
 # sksparse_struct.losses yet; import them from ..losses once they do.
 from ..losses._classification import loss_hessp_rows, loss_rows
 from ..learners import newton_cg
+from ..utils._reporting import Progress, warn
 from ..utils._sklearn_compat import (
     Interval,
     StrOptions,
@@ -205,8 +204,10 @@ class FenchelYoungClassifier(ClassifierMixin, BaseEstimator):
         Start from the previous solution when refitting on data with the same
         classes and number of features (otherwise from zero).
     verbose : int, default=0
-        If positive, write the objective at every ``verbose``-th iteration
-        to standard output.
+        If positive, print a progress line every ``verbose`` iterations: the
+        objective, the largest absolute entry of its gradient, the
+        iteration's time and the total time (the format is described in the
+        :ref:`User Guide <progress>`).
 
     Attributes
     ----------
@@ -388,12 +389,11 @@ class FenchelYoungClassifier(ClassifierMixin, BaseEstimator):
                 else "the objective stopped decreasing (round-off) before the "
                 "gradient reached tol; try solver='newton-cg' or a larger tol"
             )
-            warnings.warn(
+            warn(
                 f"{type(self).__name__} (solver={self.solver!r}) did not "
                 f"converge: {reason} (objective {info['value']:.10g}, gradient "
                 f"max-norm {info['grad_max']:.3g} > tol={self.tol}).",
                 ConvergenceWarning,
-                stacklevel=2,
             )
 
         W = w[:n_coef].reshape(n_features, n_classes)
@@ -427,16 +427,10 @@ class FenchelYoungClassifier(ClassifierMixin, BaseEstimator):
         """``callback(iteration, value, grad_max)`` writing progress, or None."""
         if not self.verbose:
             return None
-        every = max(int(self.verbose), 1)
-        name = type(self).__name__
+        progress = Progress(self, self.verbose, "iteration", self.max_iter)
 
         def callback(iteration, value, grad_max):
-            if iteration % every == 0:
-                sys.stdout.write(
-                    f"[{name}] iteration {iteration}: objective {value:.10g}, "
-                    f"gradient max-norm {grad_max:.3g}\n"
-                )
-                sys.stdout.flush()
+            progress.update(iteration, [("objective", value), ("grad_max", grad_max)])
 
         return callback
 

@@ -1,11 +1,11 @@
 """sq-pnorm-max: the regularized max with a squared p-norm."""
 
 import numbers
-import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ..utils._reporting import warn
 from ..utils._validation import (
     check_positive_scalar,
     check_same_rows,
@@ -75,12 +75,11 @@ def _sq_pnorm_max_rows(z_rows, temperature, p=1.5, max_iter=None, tol=None, meth
         units = ", in units of z / temperature"
     if failed.any():
         r = int(np.flatnonzero(failed)[0])
-        warnings.warn(
+        warn(
             f"sq_pnorm_max (method={method!r}) did not converge in max_iter={max_iter} "
             f"iterations ({int(failed.sum())} of {failed.size} rows; row {r} has KKT "
             f"residual {residual[r]:.3g}{units}); increase max_iter.",
             ConvergenceWarning,
-            stacklevel=3,
         )
     return out
 

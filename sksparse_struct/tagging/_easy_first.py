@@ -1,7 +1,5 @@
 """The feature-based easy-first tagger (Goldberg & Elhadad, 2010), trained by guided learning."""
 
-import sys
-import time
 from numbers import Integral, Real
 from types import SimpleNamespace
 
@@ -13,6 +11,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ..metrics import flat_accuracy_score
+from ..utils._reporting import Progress
 from ..utils._sklearn_compat import Interval, fit_context
 from . import _easy_first_fast as fast
 from ._linear_chain import LinearChainCRF, _check_sequence_list
@@ -104,8 +103,10 @@ class EasyFirstTagger(BaseEstimator):
     random_state : int, RandomState instance or None, default=None
         Shuffling of the sentences at each epoch, and the held-out split.
     verbose : int, default=0
-        If positive, print the epoch, its mistakes and the elapsed time every
-        ``verbose`` epochs.
+        If positive, print a progress line every ``verbose`` epochs: its
+        mistakes, the held-out accuracy (with ``early_stopping``), the
+        epoch's time and the total time (the format is described in the
+        :ref:`User Guide <progress>`).
     n_jobs : int, default=None
         Threads used by prediction, over fixed chunks of sentences; ``None``
         means 1, -1 all cores. Training (one update at a time) is
@@ -265,7 +266,7 @@ class EasyFirstTagger(BaseEstimator):
         w = np.zeros(n_params)
         acc = np.zeros(n_params)
 
-        start_time = time.perf_counter()
+        progress = Progress(self, self.verbose, "epoch", self.max_iter)
         n_mistakes, scores = [], []
         best, best_score, stale = None, -np.inf, 0
         seen_sequences = 0
@@ -276,24 +277,18 @@ class EasyFirstTagger(BaseEstimator):
             seen_sequences += len(order)
             n_mistakes.append(int(mistakes))
             current = w - acc / seen_sequences if self.average else w.copy()
-            extra = ""
+            score = None
             if self.early_stopping:
                 tags, _ = self._decode(chains, current, n_pairs, K, window, data, valid_ids)
                 score = float(np.mean(tags[valid_rows] == gold[valid_rows]))
                 scores.append(score)
-                extra = f"  validation accuracy {score:.4f}"
                 if score > best_score:
                     best, best_score, stale = current, score, 0
                 else:
                     stale += 1
             else:
                 best = current
-            if self.verbose and epoch % max(int(self.verbose), 1) == 0:
-                print(
-                    f"[EasyFirstTagger] epoch {epoch:3d}  mistakes {mistakes}{extra}  "
-                    f"elapsed {time.perf_counter() - start_time:.2f}s",
-                    file=sys.stdout, flush=True,
-                )
+            progress.update(epoch, [("mistakes", int(mistakes)), ("val_acc", score)])
             if mistakes == 0 or stale >= self.n_iter_no_change:
                 break
         self.n_iter_ = epoch

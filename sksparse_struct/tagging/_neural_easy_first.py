@@ -1,7 +1,5 @@
 """Neural easy-first tagger (Martins & Kreutzer 2017): sketch steps with (constrained) attention."""
 
-import sys
-import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
@@ -14,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from ..metrics import flat_accuracy_score
+from ..utils._reporting import Progress
 from ..utils._sklearn_compat import Interval, StrOptions, fit_context
 from ._nef_fast import (
     ATTENTIONS,
@@ -172,7 +171,9 @@ default=64, 50, 50, 50, 50
     random_state : int, RandomState instance or None, default=None
         Initialization, dropout, shuffling and the validation split.
     verbose : int, default=0
-        If positive, print one line per epoch.
+        If positive, print a progress line every ``verbose`` epochs: the mean
+        training loss, the held-out accuracy, the epoch's time and the total
+        time (the format is described in the :ref:`User Guide <progress>`).
     n_jobs : int, default=None
         Threads over two fixed halves of every mini-batch (and over chunks of
         sentences at prediction); ``None`` means 1, -1 all cores. Each thread
@@ -488,7 +489,7 @@ default=64, 50, 50, 50, 50
         self.loss_curve_ = []
         self.validation_scores_ = []
         best_score, best_theta, stale = -np.inf, theta.copy(), 0
-        start = time.perf_counter()
+        progress = Progress(self, self.verbose, "epoch", self.max_epochs)
         with threadpool_limits(limits=1, user_api="blas"), \
                 ThreadPoolExecutor(max_workers=n_jobs) as pool:
             for epoch in range(self.max_epochs):
@@ -502,19 +503,17 @@ default=64, 50, 50, 50, 50
                     self._adagrad(theta, accum, dense, idx, emb, n_emb)
                 self.loss_curve_.append(total / count)
                 self.n_iter_ = epoch + 1
-                line = f"epoch {epoch + 1}: loss {total / count:.4f}"
+                score = None
                 if n_valid:
                     pred = self._predict_ids(theta, valid, word_ids, affix_ids, pool)
                     correct = sum(int((p == gold[i]).sum()) for p, i in zip(pred, valid))
                     score = correct / sum(len(gold[i]) for i in valid)
                     self.validation_scores_.append(score)
-                    line += f", validation accuracy {score:.4f}"
                     if score > best_score:
                         best_score, best_theta, stale = score, theta.copy(), 0
                     else:
                         stale += 1
-                if self.verbose:
-                    print(f"{line}, {time.perf_counter() - start:.1f} s", file=sys.stdout)
+                progress.update(epoch + 1, [("loss", total / count), ("val_acc", score)])
                 if n_valid and stale >= self.n_iter_no_change:
                     break
         self.params_ = best_theta if n_valid else theta

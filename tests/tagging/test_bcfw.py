@@ -277,9 +277,10 @@ def test_verbose(capsys):
     LinearChainCRF(loss="hinge", solver="bcfw", max_iter=12, verbose=5,
                    random_state=0).fit(X, y)
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[2] for line in lines] == ["5", "10"]
-    assert "duality gap" in lines[1] and "duality gap" not in lines[0]
-    assert "mistakes" in lines[0] and "dual" in lines[0]
+    # Every 5th pass, and every pass that computes the gap (the 10th, the last).
+    assert [line.split()[2] for line in lines] == ["5/12", "10/12", "12/12"]
+    assert "  duality_gap " in lines[1] and "duality_gap" not in lines[0]
+    assert "  mistakes " in lines[0] and lines[0].startswith("[LinearChainCRF] pass  5/12  dual ")
 
 
 def test_errors():

@@ -319,7 +319,7 @@ def test_early_stopping_and_verbose():
     assert t.n_iter_ < 30
     assert len(t.validation_scores_) == t.n_iter_ == len(t.n_mistakes_)
     assert out.getvalue().count("[EasyFirstTagger] epoch") == t.n_iter_
-    assert "validation accuracy" in out.getvalue()
+    assert "  val_acc " in out.getvalue()
     # The weights kept are those of the best epoch.
     best = int(np.argmax(t.validation_scores_))
     assert t.n_iter_ - 1 - best == 2

@@ -167,7 +167,7 @@ def test_verbose_prints_one_line_per_epoch(toy, capsys):
     (X, y), _ = toy
     NeuralEasyFirstTagger(max_epochs=2, verbose=1, random_state=0, **SMALL).fit(X, y)
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 2 and lines[0].startswith("epoch 1: loss")
+    assert len(lines) == 2 and lines[0].startswith("[NeuralEasyFirstTagger] epoch 1/2  loss ")
 
 
 @pytest.mark.slow
