@@ -290,7 +290,8 @@ def run_parser(loss=DEFAULT_PARSER_LOSS, max_iter=DEFAULT_PARSER_EPOCHS,
     X_test, y_test = load_ewt_sample("test", return_X_y=True, target="tree")
     heads_test = [heads for heads, _ in y_test]
     deprels_test = [deprels for _, deprels in y_test]
-    model = SparseMAPParser(loss=loss, max_iter=max_iter, random_state=0)
+    # tol=None: exactly max_iter epochs (chosen above), no stopping rule.
+    model = SparseMAPParser(loss=loss, max_iter=max_iter, tol=None, random_state=0)
     start = time.perf_counter()
     model.fit(X_train, y_train)
     fit_seconds = time.perf_counter() - start

@@ -618,16 +618,15 @@ class LinearChainCRF(BaseEstimator):
     def _sparsemap_options(self):
         return SPARSEMAP_OPTIONS._replace(max_iter=int(self.sparsemap_max_iter))
 
-    def _warn_sparsemap(self, n_solves, n_failed, each):
+    def _warn_sparsemap(self, n_solves, n_failed, each, consequence=""):
         """One warning for the training's SparseMAP solves that stopped at their limit."""
-        if n_failed and "sparsemap" in self.loss:
-            warn(
-                f"LinearChainCRF (loss={self.loss!r}): {n_failed} of {n_solves} SparseMAP "
-                f"solves in training ({each}) did not converge in sparsemap_max_iter="
-                f"{self.sparsemap_max_iter} active-set iterations, so their losses and "
-                "gradients are approximate. Increase sparsemap_max_iter.",
-                ConvergenceWarning,
-            )
+        warn(
+            f"LinearChainCRF (loss={self.loss!r}): {n_failed} of {n_solves} SparseMAP "
+            f"solves in training ({each}) did not converge in sparsemap_max_iter="
+            f"{self.sparsemap_max_iter} active-set iterations, so their losses and "
+            f"gradients are approximate{consequence}. Increase sparsemap_max_iter.",
+            ConvergenceWarning,
+        )
 
     def _fit_lbfgs(self, model, data, w0, feature_scale):
         kind = LOSS_KINDS[self.loss]
@@ -660,19 +659,23 @@ class LinearChainCRF(BaseEstimator):
         self.n_iter_ = result.n_iter
         self.objective_ = float(result.fun)
         who = f"LinearChainCRF (solver='lbfgs'{', with c1 > 0: OWL-QN' if self.c1 else ''})"
-        if result.converged:
-            pass
-        elif result.n_iter < self.max_iter:
-            # The callback never stops the run: only a failed line search
-            # ends it before max_iter without converging.
+        # The callback never stops the run: only a failed line search ends
+        # it before max_iter without converging.
+        line_search_failed = not result.converged and result.n_iter < self.max_iter
+        if n_failed[1] and "sparsemap" in self.loss:
+            # Approximate gradients explain a failed line search: one warning.
+            self._warn_sparsemap(
+                n_failed[0] * data.n_sequences, n_failed[1],
+                "one per sequence and evaluation of the objective",
+                f", and L-BFGS stopped after {result.n_iter} iterations, where its line search "
+                "found no step that lowers the objective" if line_search_failed else "")
+        elif line_search_failed:
             _warn_line_search(who, result.n_iter, feature_scale)
-        elif self.tol:
+        if not result.converged and not line_search_failed and self.tol:
             warn_max_iter(who, self.max_iter, "iteration",
                           f"the gradient norm fell below tol={self.tol} (relative to the "
                           "weights) or the objective's relative decrease over 10 iterations "
                           "below tol")
-        self._warn_sparsemap(n_failed[0] * data.n_sequences, n_failed[1],
-                             "one per sequence and evaluation of the objective")
         return result.x
 
     def _fit_online(self, solver, model, data, w0):
@@ -711,9 +714,9 @@ class LinearChainCRF(BaseEstimator):
             warn_max_iter(f"LinearChainCRF (solver={solver!r})", self.max_iter, "epoch",
                           f"the mean training loss per sequence stopped falling by more than "
                           f"tol={self.tol} ({_N_ITER_NO_CHANGE} epochs in a row)")
-        if sparsemap_loss:
-            self._warn_sparsemap(n * result.n_epochs, int(sum(st[1] for st in result.stats)),
-                                 "one per sequence and epoch")
+        n_failed = int(sum(stats[1] for stats in result.stats)) if sparsemap_loss else 0
+        if n_failed:
+            self._warn_sparsemap(n * result.n_epochs, n_failed, "one per sequence and epoch")
         return w
 
     def _fit_bcfw(self, model, data):

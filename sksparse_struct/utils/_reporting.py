@@ -24,8 +24,8 @@ Progress lines
 
 import os
 import sys
-import time
 import warnings
+from time import perf_counter
 
 import sklearn
 from sklearn.exceptions import ConvergenceWarning
@@ -159,7 +159,7 @@ class Progress:
         self.every = max(int(verbose), 1) if verbose else 0
         self.unit = unit
         self.total = total
-        self.start = self._last = time.perf_counter()
+        self.start = self._last = perf_counter()
 
     def __bool__(self):
         return self.every > 0
@@ -177,7 +177,7 @@ class Progress:
             Print even if ``k`` is not a multiple of ``verbose`` (e.g. on the
             iterations that compute a duality gap).
         """
-        now = time.perf_counter()
+        now = perf_counter()
         step_time, self._last = now - self._last, now
         if self.every and (force or k % self.every == 0):
             self._print(format_progress(self.name, self.unit, k, self.total, fields,
