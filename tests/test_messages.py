@@ -25,13 +25,22 @@ from sksparse_struct import (
     StructuredSVMArgumentMiner,
 )
 from sksparse_struct.datasets import load_cdcp_sample, load_ewt_sample
-from sksparse_struct.feature_extraction import ArcFeatures, ArgumentFeatures, TokenFeatures
+from sksparse_struct.feature_extraction import (
+    ArcFeatures,
+    ArgumentFeatures,
+    TokenFeatures,
+)
 from sksparse_struct.inference import sparsemap
 from sksparse_struct.losses import structured_loss
 from sksparse_struct.losses._kinds_fast import SparseMAPOptions
 from sksparse_struct.mappings import sq_pnorm_max
 from sksparse_struct.structures import DependencyTree
-from sksparse_struct.utils._reporting import Progress, format_progress, user_stacklevel, warn
+from sksparse_struct.utils._reporting import (
+    Progress,
+    format_progress,
+    user_stacklevel,
+    warn,
+)
 
 # The format, written independently of the code that prints it: the class
 # name in brackets, the unit and its number out of the most, "name value"
@@ -371,7 +380,7 @@ def test_lbfgs_line_search_failure_with_moderate_features():
 
 
 def test_warnings_point_at_the_user_through_a_pipeline(tagging):
-    X, y, words = tagging
+    _, y, words = tagging
     pipe = make_pipeline(TokenFeatures(preset="pos"), LinearChainCRF(max_iter=2))
     _, record = caught(pipe.fit, words, y)
     assert "did not converge" in the_one(record)
