@@ -502,14 +502,15 @@ class SparseMAPParser(BaseEstimator):
         problem = ParsingProblem(treebank, lengths, gold, self._arc_model(keys),
                                  self._training_options(rng), n_features, self._n_threads())
         perceptron = LOSS_KINDS[self.loss] == PERCEPTRON
-        self._progress = Progress(self, self.verbose, "epoch", self.max_iter)
+        progress = Progress(self, self.verbose, "epoch", self.max_iter)
         result = minimize_online(
             problem, self.coef_.copy() if warm else np.zeros(n_features), train_ids,
             method="perceptron" if perceptron else "adagrad",
             learning_rate=self.learning_rate, l2=0.0 if perceptron else self.alpha,
             batch_size=self.batch_size, max_epochs=self.max_iter, tol=self.tol,
             n_iter_no_change=self.n_iter_no_change, validation_ids=val_ids, random_state=rng,
-            n_parts=_BATCH_PARTS, n_threads=self._n_threads(), callback=self._report,
+            n_parts=_BATCH_PARTS, n_threads=self._n_threads(),
+            callback=lambda info: self._report(info, progress),
         )
         n_train = train_ids.shape[0]
         self.coef_ = result.coef
@@ -520,7 +521,6 @@ class SparseMAPParser(BaseEstimator):
         self.validation_scores_ = list(result.validation_scores)
         self.best_validation_score_ = result.best_validation_score
         self.n_sparsemap_not_converged_ = int(sum(stats[2] for stats in result.stats))
-        del self._progress
         self._warn_convergence(result, n_train)
         return self
 
@@ -588,7 +588,7 @@ class SparseMAPParser(BaseEstimator):
         max_iter = getattr(self, "sparsemap_max_iter", SPARSEMAP_OPTIONS.max_iter)
         return SPARSEMAP_OPTIONS._replace(max_iter=int(max_iter))
 
-    def _report(self, info):
+    def _report(self, info, progress):
         """The progress line of an epoch (printed when verbose)."""
         fields = [("loss", info.loss)]
         if self.classes_ is not None:
@@ -597,7 +597,7 @@ class SparseMAPParser(BaseEstimator):
             fields.append(("val_uas", info.validation_score))
         if "sparsemap" in self.loss:
             fields.append(("sparsemap_unconverged", int(info.stats[2])))
-        self._progress.update(info.epoch, fields)
+        progress.update(info.epoch, fields)
 
     def _fit_arc_filter(self, treebank, train_ids, warm):
         """Sorted keys of the training arcs kept by ``arc_filter="tags"`` (or None).
