@@ -234,35 +234,41 @@ def relaxed_step(M, NZ, nnz, G, B, theta, p, k, u):
     return -1, 1.0
 
 
-@njit
+# The growers copy with loops: a slice assignment would compile numba's
+# shape-mismatch error path (string formatting) into every caller.
+@njit(inline="always")
 def _grow_rows(A, cap):
     out = np.zeros((cap, A.shape[1]), dtype=A.dtype)
-    out[: A.shape[0]] = A
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            out[i, j] = A[i, j]
     return out
 
 
-@njit
+@njit(inline="always")
 def _grow_vec(a, cap):
     out = np.zeros(cap, dtype=a.dtype)
-    out[: a.shape[0]] = a
+    for i in range(a.shape[0]):
+        out[i] = a[i]
     return out
 
 
-@njit
+@njit(inline="always")
 def _grow_square(A, cap):
     out = np.zeros((cap, cap))
-    out[: A.shape[0], : A.shape[1]] = A
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            out[i, j] = A[i, j]
     return out
 
 
 # Structure kinds of the shared active-set loop. The loop branches on them
 # with plain ``if``s: jitted oracles are never passed as arguments (a cached
 # numba function that receives another jitted function as an argument misses
-# the on-disk cache in every new process). Callers pass them (and
-# every other constant argument) as typed values, ``np.int64(_TREE)``:
-# a bare constant is typed as a literal, so numba would compile the loop
-# once per kind, each copy with both oracles (it does not prune branches on
-# literal integers).
+# the on-disk cache in every new process). The loop and the oracle switch
+# are inlined into one entry kernel per kind, each calling them with a
+# constant kind, so numba prunes the other kinds' branches and each entry
+# compiles only its own oracle.
 _TREE = 0
 _SEQUENCE = 1
 _PTREE = 2
@@ -318,7 +324,7 @@ def _sequence_oracle(scores, trans, n, K, labels_out, m, nv):
     return True
 
 
-@njit
+@njit(inline="always")
 def _oracle(kind, scores, eta_v, n, K, single_root, row, m, nv, work, f_mat, i_mat, i_vec,
             b_vec, f_vec, e_f_mat, e_i_mat, e_stack):
     """The MAP oracle of structure ``kind`` on unary scores ``scores``.
@@ -338,7 +344,7 @@ def _oracle(kind, scores, eta_v, n, K, single_root, row, m, nv, work, f_mat, i_m
     return _sequence_oracle(scores, eta_v.reshape(K, K), n, K, row, m, nv)
 
 
-@njit
+@njit(inline="always")
 def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_tol):
     """The whole active-set solver (thesis Alg. 1) for one structure ``kind``.
 
@@ -513,7 +519,7 @@ def active_set_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
     ``_active_set_loop`` (1: no tree of finite score exists).
     """
     M, N, H, theta, p, k, n_iter, gap, converged, status = _active_set_loop(
-        np.int64(_TREE), eta_u, np.zeros(0), n, np.int64(0), single_root, max_iter, tol,
+        _TREE, eta_u, np.zeros(0), n, np.int64(0), single_root, max_iter, tol,
         dep_tol,
     )
     return M, H, theta, p, k, n_iter, gap, converged, status
@@ -528,7 +534,7 @@ def active_set_projective_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
     finite score exists).
     """
     M, N, H, theta, p, k, n_iter, gap, converged, status = _active_set_loop(
-        np.int64(_PTREE), eta_u, np.zeros(0), n, np.int64(0), single_root, max_iter, tol,
+        _PTREE, eta_u, np.zeros(0), n, np.int64(0), single_root, max_iter, tol,
         dep_tol,
     )
     return M, H, theta, p, k, n_iter, gap, converged, status
@@ -549,7 +555,7 @@ def active_set_sequence(unary_eta, trans, max_iter, tol, dep_tol):
     """
     n, K = unary_eta.shape
     return _active_set_loop(
-        np.int64(_SEQUENCE), unary_eta.reshape(n * K), trans.reshape(K * K), n, K,
+        _SEQUENCE, unary_eta.reshape(n * K), trans.reshape(K * K), n, K,
         np.bool_(False), max_iter, tol, dep_tol,
     )
 
@@ -592,7 +598,7 @@ def sparsemap_sequence_parts(unary_eta, trans, max_iter, tol, dep_tol, mu_out, x
     return tp, mm, n_iter, converged, True
 
 
-@njit
+@njit(inline="always")
 def active_set_arc_scores(S, projective, single_root, max_iter, tol, dep_tol):
     """The active set on an ``(n + 1, n + 1)`` arc-score matrix ``S`` (``DependencyTree`` layout).
 

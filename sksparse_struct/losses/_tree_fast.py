@@ -38,7 +38,7 @@ def cost_augmented(S, gold, N, add_cost, A):
             A[h, m] = v
 
 
-@njit
+@njit(inline="always")
 def tree_loss(kind, S, gold, n, projective, single_root, sparsemap_options, D, heads, A):
     """Loss of one sentence and its gradient w.r.t. the arc scores into ``D``.
 

@@ -19,14 +19,27 @@ import numpy as np
 
 from ..feature_extraction._arc_features_fast import index_shift, label_index, new_states
 from ..learners._online_fast import push
-from ..losses._kinds_fast import SparseMAPOptions
+from ..losses._kinds_fast import (
+    CRF,
+    HINGE,
+    MARGIN_SPARSEMAP,
+    PERCEPTRON,
+    SPARSEMAP,
+    SparseMAPOptions,
+)
 from ..losses._tree_fast import tree_loss
 from ..structures._tree_fast import best_tree
 from ..utils._numba import njit
-from ._scoring_fast import add_arc, label_scores, label_work, sentence_scores, sparsified
+from ._scoring_fast import (
+    add_arc,
+    label_scores,
+    label_work,
+    sentence_scores,
+    sparsified,
+)
 
-__all__ = ["ArcModel", "Treebank", "TrainingOptions", "decode_part", "score_sentence",
-           "train_part"]
+__all__ = ["ArcModel", "TrainingOptions", "Treebank", "decode_kernel", "decode_part",
+           "score_sentence", "train_kernel", "train_part"]
 
 
 class Treebank(NamedTuple):
@@ -95,7 +108,7 @@ class TrainingOptions(NamedTuple):
     seed: int
 
 
-@njit
+@njit(inline="always")
 def _longest(offsets, sent_ids):
     L = 0
     for t in range(sent_ids.shape[0]):
@@ -106,9 +119,19 @@ def _longest(offsets, sent_ids):
     return L
 
 
-@njit
-def train_part(treebank, model, options, sent_ids, w, gradient, part, stamp, losses,
-               label_losses):
+@njit(inline="always")
+def _square(buffer, n):
+    """The first ``n * n`` entries of ``buffer`` as a C-contiguous ``(n, n)`` matrix.
+
+    Slicing a larger matrix instead would give a non-contiguous array, and
+    every kernel it reaches would be compiled a second time for that layout.
+    """
+    return buffer[: n * n].reshape(n, n)
+
+
+@njit(inline="always")
+def train_part(kind, projective, treebank, model, options, sent_ids, w, gradient, part, stamp,
+               losses, label_losses):
     """Losses and gradients of the sentences ``sent_ids`` (one part of a mini-batch).
 
     Adds the gradients to part ``part`` of ``gradient`` (a
@@ -122,6 +145,11 @@ def train_part(treebank, model, options, sent_ids, w, gradient, part, stamp, los
     mostly tiny, and pushing every arc's features would dominate its epochs;
     the sparsified gradient has the same expectation. Returns the number of
     SparseMAP solves that did not converge.
+
+    ``kind`` (the loss, ``options.kind``) and ``projective``
+    (``model.projective``) are constants at the call site
+    (:func:`train_kernel`): the body is inlined and only the branches of
+    that loss and tree kind are compiled.
     """
     tokens = treebank.tokens
     offsets = treebank.offsets
@@ -133,9 +161,9 @@ def train_part(treebank, model, options, sent_ids, w, gradient, part, stamp, los
     min_gradient = options.min_gradient
     seed = options.seed
     L = _longest(offsets, sent_ids)
-    S = np.empty((L + 1, L + 1))
-    D = np.empty((L + 1, L + 1))
-    A = np.empty((L + 1, L + 1))
+    S = np.empty((L + 1) * (L + 1))
+    D = np.empty((L + 1) * (L + 1))
+    A = np.empty((L + 1) * (L + 1))
     heads = np.empty(L + 1, dtype=np.int64)
     HS, MS, aux, buf = new_states(L)
     buf2 = np.empty_like(buf)
@@ -150,13 +178,13 @@ def train_part(treebank, model, options, sent_ids, w, gradient, part, stamp, los
         s = sent_ids[t]
         start = offsets[s]
         n = offsets[s + 1] - start - 1
-        Ss = S[: n + 1, : n + 1]
-        Ds = D[: n + 1, : n + 1]
-        As = A[: n + 1, : n + 1]
+        Ss = _square(S, n + 1)
+        Ds = _square(D, n + 1)
+        As = _square(A, n + 1)
         sentence_scores(tokens, start, n, w, preset, mask, model.keys, model.use_filter, Ss,
                         HS, MS, aux, buf, buf2)
         loss, converged = tree_loss(
-            options.kind, Ss, gold[start:start + n + 1], n, model.projective,
+            kind, Ss, gold[start:start + n + 1], n, projective,
             model.single_root, options.sparsemap, Ds, heads, As,
         )
         if not converged:
@@ -197,8 +225,8 @@ def train_part(treebank, model, options, sent_ids, w, gradient, part, stamp, los
     return not_converged
 
 
-@njit
-def decode_part(treebank, model, sent_ids, w, heads_out, labels_out):
+@njit(inline="always")
+def decode_part(projective, treebank, model, sent_ids, w, heads_out, labels_out):
     """MAP trees (and best labels of their arcs) of the sentences ``sent_ids``.
 
     With ``model.root_label >= 0`` (the index of UD's ``root`` relation),
@@ -206,7 +234,8 @@ def decode_part(treebank, model, sent_ids, w, heads_out, labels_out):
 
     Writes rows of ``heads_out`` / ``labels_out`` (the stacked layout of
     ``treebank.tokens``). Returns the index of the first sentence without a
-    tree, or -1.
+    tree, or -1. ``projective`` (``model.projective``) is a constant at the
+    call site (:func:`decode_kernel`).
     """
     tokens = treebank.tokens
     offsets = treebank.offsets
@@ -214,7 +243,7 @@ def decode_part(treebank, model, sent_ids, w, heads_out, labels_out):
     n_labels = model.n_labels
     root_label = model.root_label
     L = _longest(offsets, sent_ids)
-    S = np.empty((L + 1, L + 1))
+    S = np.empty((L + 1) * (L + 1))
     HS, MS, aux, buf = new_states(L)
     buf2 = np.empty_like(buf)
     shift = index_shift(mask)
@@ -224,11 +253,11 @@ def decode_part(treebank, model, sent_ids, w, heads_out, labels_out):
         s = sent_ids[t]
         start = offsets[s]
         n = offsets[s + 1] - start - 1
-        Ss = S[: n + 1, : n + 1]
+        Ss = _square(S, n + 1)
         sentence_scores(tokens, start, n, w, model.preset, mask, model.keys, model.use_filter,
                         Ss, HS, MS, aux, buf, buf2)
         hr = row[: n + 1]
-        if not best_tree(Ss, model.projective, model.single_root, hr):
+        if not best_tree(Ss, projective, model.single_root, hr):
             return s
         for m in range(n + 1):
             heads_out[start + m] = hr[m]
@@ -260,3 +289,99 @@ def score_sentence(treebank, model, s, w):
     sentence_scores(treebank.tokens, start, n, w, model.preset, model.mask, model.keys,
                     model.use_filter, S, HS, MS, aux, buf, np.empty_like(buf))
     return S
+
+
+# One compiled entry per loss and tree kind: a fit compiles only the oracle,
+# marginals or active set that its loss needs, not those of every loss.
+
+
+@njit
+def _train_crf(tb, model, options, ids, w, gradient, part, stamp, losses, label_losses):
+    return train_part(CRF, False, tb, model, options, ids, w, gradient, part, stamp, losses, label_losses)
+
+
+@njit
+def _train_crf_projective(tb, model, options, ids, w, gradient, part, stamp, losses, label_losses):
+    return train_part(CRF, True, tb, model, options, ids, w, gradient, part, stamp, losses, label_losses)
+
+
+@njit
+def _train_hinge(tb, model, options, ids, w, gradient, part, stamp, losses, label_losses):
+    return train_part(HINGE, False, tb, model, options, ids, w, gradient, part, stamp, losses, label_losses)
+
+
+@njit
+def _train_hinge_projective(tb, model, options, ids, w, gradient, part, stamp, losses, label_losses):
+    return train_part(HINGE, True, tb, model, options, ids, w, gradient, part, stamp, losses, label_losses)
+
+
+@njit
+def _train_perceptron(tb, model, options, ids, w, gradient, part, stamp, losses, label_losses):
+    return train_part(PERCEPTRON, False, tb, model, options, ids, w, gradient, part, stamp, losses, label_losses)
+
+
+@njit
+def _train_perceptron_projective(tb, model, options, ids, w, gradient, part, stamp, losses, label_losses):
+    return train_part(PERCEPTRON, True, tb, model, options, ids, w, gradient, part, stamp, losses, label_losses)
+
+
+@njit
+def _train_sparsemap(tb, model, options, ids, w, gradient, part, stamp, losses, label_losses):
+    return train_part(SPARSEMAP, False, tb, model, options, ids, w, gradient, part, stamp, losses, label_losses)
+
+
+@njit
+def _train_sparsemap_projective(tb, model, options, ids, w, gradient, part, stamp, losses, label_losses):
+    return train_part(SPARSEMAP, True, tb, model, options, ids, w, gradient, part, stamp, losses, label_losses)
+
+
+@njit
+def _train_margin_sparsemap(tb, model, options, ids, w, gradient, part, stamp, losses, label_losses):
+    return train_part(MARGIN_SPARSEMAP, False, tb, model, options, ids, w, gradient, part, stamp, losses, label_losses)
+
+
+@njit
+def _train_margin_sparsemap_projective(tb, model, options, ids, w, gradient, part, stamp, losses, label_losses):
+    return train_part(MARGIN_SPARSEMAP, True, tb, model, options, ids, w, gradient, part, stamp, losses, label_losses)
+
+
+@njit
+def _decode(tb, model, ids, w, heads_out, labels_out):
+    return decode_part(False, tb, model, ids, w, heads_out, labels_out)
+
+
+@njit
+def _decode_projective(tb, model, ids, w, heads_out, labels_out):
+    return decode_part(True, tb, model, ids, w, heads_out, labels_out)
+
+
+_TRAIN_KERNELS = {
+    (CRF, False): _train_crf,
+    (CRF, True): _train_crf_projective,
+    (HINGE, False): _train_hinge,
+    (HINGE, True): _train_hinge_projective,
+    (PERCEPTRON, False): _train_perceptron,
+    (PERCEPTRON, True): _train_perceptron_projective,
+    (SPARSEMAP, False): _train_sparsemap,
+    (SPARSEMAP, True): _train_sparsemap_projective,
+    (MARGIN_SPARSEMAP, False): _train_margin_sparsemap,
+    (MARGIN_SPARSEMAP, True): _train_margin_sparsemap_projective,
+}
+
+
+def train_kernel(kind, projective):
+    """The compiled :func:`train_part` of loss ``kind`` on (non-)projective trees.
+
+    Called as ``train_kernel(kind, projective)(treebank, model, options,
+    sent_ids, w, gradient, part, stamp, losses, label_losses)``.
+    """
+    return _TRAIN_KERNELS[int(kind), bool(projective)]
+
+
+def decode_kernel(projective):
+    """The compiled :func:`decode_part` of (non-)projective trees.
+
+    Called as ``decode_kernel(projective)(treebank, model, sent_ids, w,
+    heads_out, labels_out)``.
+    """
+    return _decode_projective if projective else _decode

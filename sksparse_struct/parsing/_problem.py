@@ -44,8 +44,10 @@ def decode(treebank, model, w, ids, n_threads=1):
     chunks = [np.ascontiguousarray(ids[i:i + _DECODE_CHUNK])
               for i in range(0, ids.shape[0], _DECODE_CHUNK)]
 
+    kernel = fast.decode_kernel(model.projective)
+
     def run(chunk):
-        return fast.decode_part(treebank, model, chunk, w, heads, labels)
+        return kernel(treebank, model, chunk, w, heads, labels)
 
     if n_threads > 1 and len(chunks) > 1:
         with ThreadPoolExecutor(n_threads) as pool:
@@ -102,8 +104,9 @@ class ParsingProblem:
         """Push the part's gradient; statistics: parsing loss, label loss, failed solves."""
         losses = np.zeros(sample_ids.shape[0])
         label_losses = np.zeros(sample_ids.shape[0])
-        not_converged = fast.train_part(self.treebank, self.model, self.options, sample_ids, w,
-                                        gradient, part, step, losses, label_losses)
+        train = fast.train_kernel(self.options.kind, self.model.projective)
+        not_converged = train(self.treebank, self.model, self.options, sample_ids, w, gradient,
+                              part, step, losses, label_losses)
         return np.array([losses.sum(), label_losses.sum(), not_converged])
 
     def score(self, w, sample_ids):

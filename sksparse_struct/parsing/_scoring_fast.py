@@ -78,7 +78,7 @@ def sentence_scores(tokens, start, n, w, preset, mask, keys, use_filter, S, HS, 
         S[prev_h, prev_m] = _sum(prev_buf, prev_k, w)
 
 
-@njit
+@njit(inline="always")
 def _sum(buf, k, w):
     s = 0.0
     for j in range(k):
@@ -86,7 +86,7 @@ def _sum(buf, k, w):
     return s
 
 
-@njit
+@njit(inline="always")
 def _prefetch_and_sum(next_buf, next_k, buf, k, w):
     """``_sum(buf, k, w)``, prefetching ``w[next_buf[:next_k]]`` on the way.
 
@@ -114,7 +114,7 @@ def add_arc(tokens, start, n, h, m, value, preset, HS, MS, aux, shift, mask, buf
     return n_touched
 
 
-@njit
+@njit(inline="always")
 def label_work(n_labels):
     """Work space of :func:`label_scores`: features, their blocks, the scores."""
     n_groups = max((n_labels + LABEL_GROUP - 1) // LABEL_GROUP, 1)
@@ -159,7 +159,7 @@ def label_scores(tokens, start, n, h, m, w, n_labels, shift, mask, fbuf, bases, 
     return k
 
 
-@njit
+@njit(inline="always")
 def _prefetch_label_block(w, base, mask):
     """Request the cache lines of the ``LABEL_GROUP`` weights of one block."""
     first = base & ~(LABEL_GROUP - 1) & mask
@@ -174,7 +174,7 @@ _LOW37 = 0x1FFFFFFFFF
 _LOW33 = 0x1FFFFFFFF
 
 
-@njit
+@njit(inline="always")
 def arc_uniform(seed, step, sentence, arc):
     """A uniform number in [0, 1) for one arc of one sentence at one step.
 
@@ -191,7 +191,7 @@ def arc_uniform(seed, step, sentence, arc):
     return ((x >> 11) & 0x1FFFFFFFFFFFFF) * (1.0 / 9007199254740992.0)
 
 
-@njit
+@njit(inline="always")
 def sparsified(v, min_gradient, seed, step, sentence, arc):
     """``v``, or for ``|v| < min_gradient`` an unbiased sparse stand-in.
 

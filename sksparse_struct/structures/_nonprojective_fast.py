@@ -29,13 +29,13 @@ import numpy as np
 from ..utils._numba import njit
 
 
-@njit
+@njit(inline="always")
 def _better(p1, s1, p2, s2):
     """Whether the arc score ``(p1, s1)`` beats ``(p2, s2)`` lexicographically."""
     return p1 > p2 or (p1 == p2 and s1 > s2)
 
 
-@njit
+@njit(inline="always")
 def _best_in(P, S, active, v):
     """Slot of the best arc into slot ``v``, -1 if every arc is forbidden.
 
@@ -53,7 +53,7 @@ def _best_in(P, S, active, v):
     return arg
 
 
-@njit
+@njit(inline="always")
 def cle_workspace(N):
     """Work arrays for :func:`chu_liu_edmonds_ws` on ``N`` nodes (root included).
 

@@ -21,7 +21,7 @@ from ._projective_fast import eisner, inside_outside
 __all__ = ["best_tree", "lift_to_projective", "tree_marginals"]
 
 
-@njit
+@njit(inline="always")
 def best_tree(S, projective, single_root, heads):
     """MAP tree into ``heads``; False when no tree exists (cannot happen on finite scores)."""
     if projective:
@@ -29,7 +29,7 @@ def best_tree(S, projective, single_root, heads):
     return chu_liu_edmonds(S, single_root, heads)
 
 
-@njit
+@njit(inline="always")
 def tree_marginals(S, projective, single_root, mu):
     """Arc marginals into ``mu``; return log Z.
 

@@ -387,12 +387,17 @@ def decode_part(marginals, chains, scores, seq_ids, out_labels, out_mu):
         if n == 0:
             continue
         us = u[:n].copy()
+        # Copies by loops: a slice assignment compiles numba's shape-mismatch
+        # error path (string formatting), seconds of a first run.
         if marginals:
             mu, xi, best = forward_backward(us, trans)
-            out_mu[r0:r1] = mu
+            for i in range(n):
+                for a in range(mu.shape[1]):
+                    out_mu[r0 + i, a] = mu[i, a]
         else:
             labels, best = viterbi(us, trans)
-            out_labels[r0:r1] = labels
+            for i in range(n):
+                out_labels[r0 + i] = labels[i]
         if best == -np.inf and infeasible < 0:
             infeasible = s
     return infeasible

@@ -8,12 +8,13 @@ argument misses the on-disk cache in every new process and is compiled again
 (see ``doc/developers.rst``).
 """
 
-import functools
 import hashlib
 import os
 from pathlib import Path
 
 import numba
+from numba.core import types
+from numba.core.registry import CPUDispatcher
 
 __all__ = ["njit", "NUMBA_OPTIONS"]
 
@@ -101,4 +102,37 @@ def clear_stale_kernel_caches(package_dir=_PACKAGE_DIR, cache_dir=None):
 
 clear_stale_kernel_caches(cache_dir=numba.config.CACHE_DIR or None)
 
-njit = functools.partial(numba.njit, **NUMBA_OPTIONS)
+class _Kernel(CPUDispatcher):
+    """A dispatcher that compiles one version per argument *type*, not per constant.
+
+    numba types a constant argument of a call between kernels as a literal
+    (``Literal[int](3)``) and compiles a separate version of the callee for
+    every distinct constant: a hashing helper called with 40 different
+    template numbers was compiled 40 times. Nothing in the package needs a
+    callee specialised on a constant, so calls between kernels drop the
+    literal types first.
+    """
+
+    def get_call_template(self, args, kws):
+        args = tuple(types.unliteral(a) for a in args)
+        kws = {name: types.unliteral(a) for name, a in kws.items()}
+        return super().get_call_template(args, kws)
+
+
+def njit(function=None, **options):
+    """``numba.njit`` with the package's options (:data:`NUMBA_OPTIONS`).
+
+    Use as ``@njit`` or ``@njit(option=value, ...)``.
+    """
+    options = {**NUMBA_OPTIONS, **options}
+    cache = options.pop("cache")
+    local_types = options.pop("locals", {})
+
+    def decorate(py_func):
+        kernel = _Kernel(py_func=py_func, locals=local_types,
+                         targetoptions={**options, "nopython": True})
+        if cache:
+            kernel.enable_caching()
+        return kernel
+
+    return decorate if function is None else decorate(function)

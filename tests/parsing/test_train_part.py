@@ -15,7 +15,7 @@ from sksparse_struct.learners import SparseGradient
 from sksparse_struct.learners._online_fast import aligned_zeros
 from sksparse_struct.losses._kinds_fast import LOSS_KINDS as KINDS
 from sksparse_struct.losses._kinds_fast import SparseMAPOptions
-from sksparse_struct.parsing._parser_fast import ArcModel, TrainingOptions, train_part
+from sksparse_struct.parsing._parser_fast import ArcModel, TrainingOptions, train_kernel
 from sksparse_struct.parsing._problem import stack_sentences
 
 from .._helpers import all_trees
@@ -62,8 +62,9 @@ def _train_part(kind, projective, treebank, n_labels, w, min_gradient=0.0, seed=
     options = TrainingOptions(kind=np.int64(KINDS[kind]), label_margin=1.0,
                               sparsemap=SparseMAPOptions(MAX_ITER, TOL, DEP_TOL),
                               min_gradient=float(min_gradient), seed=np.int64(seed))
-    not_converged = train_part(treebank, model, options, ids, w, gradient, 0, step, losses,
-                               label_losses)
+    train = train_kernel(KINDS[kind], projective)
+    not_converged = train(treebank, model, options, ids, w, gradient, 0, step, losses,
+                          label_losses)
     assert not_converged == 0
     n_touched = gradient.n_touched[0]
     touched = gradient.touched[0, :n_touched]
