@@ -25,6 +25,7 @@ from .linear_model import FenchelYoungClassifier
 from .metrics import attachment_report, flat_accuracy_score
 from .parsing import SparseMAPParser
 from .tagging import LinearChainCRF
+from .utils._reporting import compile_notice
 
 __all__ = ["main"]
 
@@ -162,7 +163,7 @@ def top_candidates(proba_row, classes, k=None):
 
 
 def run(losses=DEFAULT_LOSSES, alpha=DEFAULT_ALPHA, sentence=DEFAULT_SENTENCE,
-        top_k=3, crf=True, crf_c2=DEFAULT_CRF_C2, parser=True):
+        top_k=3, crf=True, crf_c2=DEFAULT_CRF_C2, parser=True, log=None):
     """Train and evaluate classifiers, a CRF tagger and a parser on the EWT sample.
 
     Parameters
@@ -185,6 +186,8 @@ def run(losses=DEFAULT_LOSSES, alpha=DEFAULT_ALPHA, sentence=DEFAULT_SENTENCE,
         Also train a :class:`~sksparse_struct.SparseMAPParser` (SparseMAP
         loss, 5 epochs, with relation labels) on the training sentences'
         trees; see :func:`run_parser`.
+    log : callable or None, default=None
+        Called with a one-line message as each model starts training.
 
     Returns
     -------
@@ -235,7 +238,9 @@ def run(losses=DEFAULT_LOSSES, alpha=DEFAULT_ALPHA, sentence=DEFAULT_SENTENCE,
         "tagger": None,
         "parser": None,
     }
+    log = log or (lambda message: None)
     for loss in losses:
+        log(f"  FenchelYoungClassifier(loss={loss!r})")
         # tol=1e-4 on the gradient: on this sample, tighter tolerances move
         # at most a token or two of the test predictions but triple the time.
         clf = FenchelYoungClassifier(loss=loss, alpha=alpha, tol=1e-4)
@@ -254,9 +259,11 @@ def run(losses=DEFAULT_LOSSES, alpha=DEFAULT_ALPHA, sentence=DEFAULT_SENTENCE,
             top_candidates(row, clf.classes_) for row in clf.predict_proba(F_example)
         ]
     if crf:
+        log("  LinearChainCRF(loss='crf')")
         results["tagger"], results["example"]["tagger"] = _run_tagger(
             X_train, y_train, X_test, y_test, sentence, crf_c2)
     if parser:
+        log(f"  SparseMAPParser(loss={DEFAULT_PARSER_LOSS!r})")
         results["parser"] = run_parser(sentence=sentence)
     return results
 
@@ -514,9 +521,10 @@ def main(argv=None):
         ``sys.argv[1:]``.
     """
     args = _parse_args(argv)
-    print("Training on the bundled UD English EWT sample "
-          "(the first run also compiles the numba kernels)...", flush=True)
-    results = run(losses=args.losses, alpha=args.alpha, sentence=args.sentence,
-                  top_k=args.top_k, crf=args.crf, parser=args.parser)
+    print("Training on the bundled UD English EWT sample:", flush=True)
+    with compile_notice("sksparse_struct"):
+        results = run(losses=args.losses, alpha=args.alpha, sentence=args.sentence,
+                      top_k=args.top_k, crf=args.crf, parser=args.parser,
+                      log=lambda message: print(message, flush=True))
     print(format_report(results))
     return 0

@@ -18,19 +18,28 @@ Progress lines
     ``pass``) with its number out of the most there can be; then ``name
     value`` fields, two spaces apart; last, the time of this iteration
     (``<unit>_time``) and the time since training started (``total_time``).
-    One-off lines, such as a notice that compiled kernels are being
-    built, go through :meth:`Progress.note`, with the same prefix.
+    One-off lines go through :meth:`Progress.note`, with the same prefix.
+
+First compilation
+    The numba kernels are compiled the first time they run and cached on
+    disk for later processes. While a fit with ``verbose`` on (or the
+    quickstart) compiles, :func:`compile_notice` says so once, on standard
+    error: ``[LinearChainCRF] compiling numba kernels on first use ...``.
 """
 
 import os
 import sys
+import threading
 import warnings
+from contextlib import contextmanager
 from time import perf_counter
 
 import sklearn
+from numba.core import event
 from sklearn.exceptions import ConvergenceWarning
 
-__all__ = ["Progress", "format_progress", "user_stacklevel", "warn", "warn_max_iter"]
+__all__ = ["COMPILING_NOTICE", "Progress", "compile_notice", "format_progress",
+           "user_stacklevel", "warn", "warn_max_iter"]
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _SKLEARN = os.path.dirname(os.path.abspath(sklearn.__file__)) + os.sep
@@ -192,3 +201,47 @@ class Progress:
     def _print(line):
         print(line, file=sys.stdout, flush=True)
 
+
+
+COMPILING_NOTICE = ("compiling numba kernels on first use: once, up to about a minute; "
+                    "later runs load them from numba's cache")
+
+
+class _FirstCompile(event.Listener):
+    """Prints ``[name] COMPILING_NOTICE`` when the first kernel starts compiling."""
+
+    def __init__(self, name, thread):
+        self.name = name
+        self.thread = thread
+        self.told = False
+
+    def on_start(self, event):
+        # Only this run's compilations (another thread may be compiling too).
+        if not self.told and threading.get_ident() == self.thread:
+            self.told = True
+            print(f"[{self.name}] {COMPILING_NOTICE}", file=sys.stderr, flush=True)
+
+    def on_end(self, event):
+        pass
+
+
+@contextmanager
+def compile_notice(owner, active=True):
+    """Say once, on standard error, when numba compiles inside the block.
+
+    Kernels loaded from numba's on-disk cache fire nothing, so the line
+    appears only on a first run (or after the package changed).
+
+    Parameters
+    ----------
+    owner : object or str
+        The estimator (its class name is printed) or a name.
+    active : bool, default=True
+        Whether to listen at all (an estimator passes its ``verbose``).
+    """
+    if not active:
+        yield
+        return
+    name = owner if isinstance(owner, str) else type(owner).__name__
+    with event.install_listener("numba:compile", _FirstCompile(name, threading.get_ident())):
+        yield

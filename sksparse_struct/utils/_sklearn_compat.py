@@ -7,10 +7,14 @@ The rest of the package imports them from here under public names
 for ``_check_sample_weight``).
 """
 
-from sklearn.base import _fit_context as fit_context  # noqa: F401  (sklearn >= 1.3)
+import functools
+
+from sklearn.base import _fit_context  # sklearn >= 1.3
 from sklearn.utils._param_validation import Interval, StrOptions  # noqa: F401
 from sklearn.utils.validation import _check_sample_weight as check_sample_weight  # noqa: F401
 from sklearn.utils.validation import validate_data  # noqa: F401  (sklearn >= 1.6)
+
+from ._reporting import compile_notice
 
 __all__ = [
     "Interval",
@@ -19,3 +23,24 @@ __all__ = [
     "fit_context",
     "validate_data",
 ]
+
+
+def fit_context(*, prefer_skip_nested_validation):
+    """scikit-learn's ``_fit_context`` (parameter validation, configuration).
+
+    Also, when the estimator's ``verbose`` is on, says once when the fit
+    compiles numba kernels (:func:`~._reporting.compile_notice`).
+    """
+    sklearn_context = _fit_context(prefer_skip_nested_validation=prefer_skip_nested_validation)
+
+    def decorate(fit):
+        validated_fit = sklearn_context(fit)
+
+        @functools.wraps(fit)
+        def wrapper(estimator, *args, **kwargs):
+            with compile_notice(estimator, bool(getattr(estimator, "verbose", 0))):
+                return validated_fit(estimator, *args, **kwargs)
+
+        return wrapper
+
+    return decorate
