@@ -191,6 +191,11 @@ class _Pickled:
         self.key = uuid.uuid4().hex
         self.data = pickle.dumps(estimator, protocol=pickle.HIGHEST_PROTOCOL)
 
+    def __sizeof__(self):
+        # What dask measures: joblib's dask backend scatters large arguments
+        # to the workers once rather than sending them with every task.
+        return object.__sizeof__(self) + sys.getsizeof(self.data)
+
 
 # The estimator of the last _Pickled seen by this process.
 _UNPICKLED = {}
