@@ -21,6 +21,7 @@ import time
 import uuid
 from typing import NamedTuple
 
+import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 
 from ._conll import (
@@ -183,18 +184,20 @@ def _predict_columns(estimator, piece, first_line, task):
 class _Pickled:
     """An estimator pickled once, which each worker process unpickles once.
 
-    joblib pickles the arguments of every task; a large model would be
-    pickled and unpickled again for every chunk.
+    joblib pickles the arguments of every task: a large model would be
+    pickled, sent and unpickled again for every chunk. Its pickle is held
+    as a NumPy array, which joblib's process backends write to a memory-
+    mapped file once per call instead of sending it with every task; its
+    size tells joblib's dask backend to scatter it to the workers once.
     """
 
     def __init__(self, estimator):
         self.key = uuid.uuid4().hex
-        self.data = pickle.dumps(estimator, protocol=pickle.HIGHEST_PROTOCOL)
+        self.data = np.frombuffer(pickle.dumps(estimator, protocol=pickle.HIGHEST_PROTOCOL),
+                                  dtype=np.uint8)
 
     def __sizeof__(self):
-        # What dask measures: joblib's dask backend scatters large arguments
-        # to the workers once rather than sending them with every task.
-        return object.__sizeof__(self) + sys.getsizeof(self.data)
+        return object.__sizeof__(self) + self.data.nbytes
 
 
 # The estimator of the last _Pickled seen by this process.
@@ -421,11 +424,12 @@ def predict_file(estimator, input_path, output_path, *, label="chunk",
 
     Notes
     -----
-    With more than one worker, the estimator is pickled once, sent along
-    with each chunk (with the dask backend, once to each worker) and
-    unpickled once by each worker process, which keeps it until the next
-    call. Its own ``n_jobs`` threads run within each worker: for ``n_jobs``
-    worker processes on a machine of as many cores, leave it at 1.
+    With more than one worker, the estimator is pickled once and unpickled
+    once by each worker process, which keeps it until the next call; the
+    pickle reaches the workers once, not with every chunk (through a
+    memory-mapped file with joblib's process backends, scattered by the dask
+    backend). The estimator's own ``n_jobs`` threads run within each worker:
+    for as many worker processes as cores, leave it at 1.
 
     Examples
     --------
