@@ -472,14 +472,19 @@ def predict_file(estimator, input_path, output_path, *, label="chunk",
 
     start = time.perf_counter()
     n_sentences = n_words = 0
-    with _Output(output_path, encoding) as output:
-        for k, (chunk, n_chunk_sentences, n_chunk_words) in enumerate(parallel(tasks()), 1):
-            output.write(chunk)
-            n_sentences += n_chunk_sentences
-            n_words += n_chunk_words
-            fraction = fractions.popleft()
-            if verbose and k % verbose == 0:
-                _progress(n_sentences, n_words, start, fraction)
+    try:
+        with _Output(output_path, encoding) as output:
+            for k, (chunk, n_chunk_sentences, n_chunk_words) in enumerate(parallel(tasks()), 1):
+                output.write(chunk)
+                n_sentences += n_chunk_sentences
+                n_words += n_chunk_words
+                fraction = fractions.popleft()
+                if verbose and k % verbose == 0:
+                    _progress(n_sentences, n_words, start, fraction)
+    finally:
+        # A thread backend unpickled the estimator in this process.
+        if isinstance(shipped, _Pickled):
+            _UNPICKLED.pop(shipped.key, None)
     if verbose:
         _progress(n_sentences, n_words, start, None, done=True)
     return output_path
