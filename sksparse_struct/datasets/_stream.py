@@ -103,6 +103,7 @@ class TextSource:
         self.source = source_name(path)
         self._raw = None  # the open binary or text file being read
         self._size = None
+        self._done = False
 
     def check_readable(self):
         """Raise the ``OSError`` of a path that cannot be opened, now rather than later."""
@@ -115,6 +116,8 @@ class TextSource:
         try:
             if self._raw is None or not self._size:
                 return None
+            if self._done:
+                return 1.0
             return min(1.0, self._raw.tell() / self._size)
         except (OSError, ValueError, AttributeError):
             return None
@@ -135,6 +138,7 @@ class TextSource:
             except OSError:
                 self._size = None
             yield from self._fragments(f, functools.partial(open, self.path, "rb"))
+            self._done = True
 
     def _rereader(self, fileobj):
         """How to read a file object's compressed bytes again, or ``None``."""

@@ -215,7 +215,7 @@ def test_progress_lines(tagger, ewt, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 4  # 40 + 40 + 20 sentences, and the total
     assert lines[0].startswith("[predict_file] 40 sentences, ")
-    assert "% of the input read" in lines[0]
+    assert "% of the input read" in lines[0] and "100% of the input read" in lines[2]
     assert lines[-1].startswith("[predict_file] done: 100 sentences, 1182 words in ")
     predict_file(tagger, ewt, io.StringIO(), label="upos", chunk_size=40, verbose=2)
     assert len(capsys.readouterr().out.splitlines()) == 2
