@@ -30,11 +30,13 @@ setup(
         "joblib",
     ],
     extras_require={
-        # PyLBFGS: the liblbfgs binding that the L-BFGS tests compare with.
-        "test": ["pytest", "hypothesis", "PyLBFGS"],
+        # PyLBFGS: the liblbfgs binding that the L-BFGS tests compare with;
+        # dask: predict_file on a dask cluster (a LocalCluster in the tests).
+        "test": ["pytest", "hypothesis", "PyLBFGS", "dask[distributed]"],
         "benchmark": ["entmax", "torch", "sklearn-crfsuite", "networkx"],
         "doc": ["sphinx", "numpydoc", "matplotlib"],
         "examples": ["matplotlib"],
+        "dask": ["dask[distributed]"],
     },
     entry_points={},
     classifiers=[

@@ -44,7 +44,7 @@ def test_the_test_extra_installs_what_the_tests_import():
     # Every module a test skips without (pytest.importorskip) comes with the
     # test extra, but pandas (large; sklearn's own estimator checks skip their
     # pandas cases too).
-    installs = {"lbfgs": "pylbfgs"}
+    installs = {"lbfgs": "pylbfgs", "distributed": "dask"}  # module: package
     extra = {normalise(p) for p in setup_extras()["test"]}
     for path in sorted(ROOT.glob("tests/**/*.py")):
         for module in re.findall(r"importorskip\(\s*[\"']([\w.]+)[\"']", path.read_text()):

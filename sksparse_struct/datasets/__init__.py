@@ -1,7 +1,9 @@
 """Readers for CoNLL files and argument-mining corpora, bundled samples and their loaders.
 
 - Sequence labelling and parsing: :func:`read_conll`, :func:`read_conllu`,
-  :func:`write_conllu`.
+  :func:`write_conllu`; lazily, for corpora of any size, :func:`iter_conll`
+  and :func:`iter_conllu`; :func:`predict_file` tags or parses a file of any
+  size into another, in parallel.
 - Argument mining: :func:`read_cdcp` (the CDCP corpus's folders) and
   :func:`read_brat` (brat standoff, e.g. the persuasive essays) return
   ``(X, y)``: a document dict per text (``"id"``, ``"text"``,
@@ -19,9 +21,10 @@ Web Treebank (CC BY-SA 4.0; see ``data/EWT_SAMPLE_LICENSE.txt``), loaded by
 
 from ._brat import read_brat
 from ._cdcp import read_cdcp
-from ._conll import read_conll
+from ._conll import iter_conll, read_conll
+from ._predict_file import predict_file
 from ._samples import load_cdcp_sample, load_ewt_sample
-from ._treebank import read_conllu, write_conllu
+from ._treebank import iter_conllu, read_conllu, write_conllu
 
-__all__ = ["load_cdcp_sample", "load_ewt_sample", "read_brat", "read_cdcp", "read_conll",
-           "read_conllu", "write_conllu"]
+__all__ = ["iter_conll", "iter_conllu", "load_cdcp_sample", "load_ewt_sample", "predict_file",
+           "read_brat", "read_cdcp", "read_conll", "read_conllu", "write_conllu"]

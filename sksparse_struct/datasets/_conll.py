@@ -6,15 +6,15 @@ the list of label sequences. Malformed input raises ``ValueError`` naming
 the file and the line.
 """
 
-import os
 import re
 
 import numpy as np
 
-from ._compression import gunzip_if_compressed
+from . import _stream
 from ._conllu import parse_conllu
+from ._stream import BLANK_LINES, TextSource, sentence_pieces, source_name
 
-__all__ = ["read_conll"]
+__all__ = ["iter_conll", "read_conll"]
 
 # The token fields read_conll offers from a CoNLL-U file, in this order;
 # "word" is the FORM column, named as in the column files.
@@ -67,39 +67,6 @@ def _fields_per_line(text):
     starts[1:] &= space[:-1]
     line = np.cumsum(newline)
     return np.bincount(line[starts], minlength=int(line[-1]) + 1)
-
-
-def _source_name(path):
-    if hasattr(path, "read"):
-        return str(getattr(path, "name", "<file object>"))
-    return os.fspath(path)
-
-
-def _read_text(path, source, encoding):
-    """The whole text of a path or file object, gunzipped and decoded."""
-    if hasattr(path, "read"):
-        data = path.read()
-    else:
-        with open(path, "rb") as f:
-            data = f.read()
-    if isinstance(data, str):
-        return data.lstrip("\ufeff")
-    if not isinstance(data, (bytes, bytearray)):
-        raise ValueError(
-            f"{source}: reading the file object returned "
-            f"{type(data).__name__}, not str or bytes."
-        )
-    data = gunzip_if_compressed(data, source)
-    try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError as exc:
-        lineno = data.count(b"\n", 0, exc.start) + 1
-        raise ValueError(
-            f"{source}, line {lineno}: not valid {encoding} ({exc.reason} at "
-            f"byte {exc.start}); pass encoding= (e.g. 'latin-1' for the "
-            "CoNLL-2002 Spanish and Dutch files)."
-        ) from None
-    return text.lstrip("\ufeff")
 
 
 def _lines(text):
@@ -182,14 +149,17 @@ def _parse_columns_fast(text, columns, label):
     return X, y
 
 
-def _parse_columns_lines(text, source, columns, label, split):
-    """Sentences of a column file, line by line; errors name ``source`` and the line."""
+def _parse_columns_lines(text, source, columns, label, split, first_line=1):
+    """Sentences of a column file, line by line; errors name ``source`` and the line.
+
+    ``text`` starts on line ``first_line`` of the file.
+    """
     n_columns = len(columns)
     label_at = columns.index(label) if label is not None else None
     keys = tuple(c for c in columns if c != label)
     X, y = [], []
     tokens, labels = [], []
-    for lineno, line in enumerate(_lines(text), start=1):
+    for lineno, line in enumerate(_lines(text), start=first_line):
         fields = split(line)
         if not fields or fields[0] == _DOCSTART:
             # A blank line ends a sentence; so does a document marker, whose
@@ -215,17 +185,18 @@ def _parse_columns_lines(text, source, columns, label, split):
     return X, y
 
 
-def _parse_columns(text, source, columns, label):
+def _parse_columns(text, source, columns, label, first_line=1):
+    """``(X, y)`` of a column file's text, which starts on line ``first_line``."""
     if _has_other_space(text):
         # str.split would cut tokens at these characters.
-        return _parse_columns_lines(text, source, columns, label, _split_ascii)
+        return _parse_columns_lines(text, source, columns, label, _split_ascii, first_line)
     n_fields = _fields_per_line(text)
     odd = np.flatnonzero((n_fields != 0) & (n_fields != len(columns)))
     if len(odd):
         lines = text.split("\n")
         if any(lines[i].split()[0] != _DOCSTART for i in odd):
             # Malformed: the line-by-line pass reports where.
-            return _parse_columns_lines(text, source, columns, label, str.split)
+            return _parse_columns_lines(text, source, columns, label, str.split, first_line)
     return _parse_columns_fast(text, columns, label)
 
 
@@ -255,8 +226,8 @@ def _feats_text(feats):
     return "|".join(f"{name}={value}" for name, value in feats.items())
 
 
-def _parse_conllu_tokens(lines, source, columns, label):
-    sentences = parse_conllu(lines, source)
+def _parse_conllu_tokens(lines, source, columns, label, first_line=1):
+    sentences = parse_conllu(lines, source, first_line)
     fields = {"word": "form", "lemma": "lemma", "upos": "upos", "xpos": "xpos"}
     keys = [c for c in columns if c != label]
     X, y = [], []
@@ -333,6 +304,11 @@ def read_conll(path, columns=("word", "pos", "chunk"), label="chunk", *, format=
         ``len(columns)``, text that is not valid in ``encoding``, truncated
         or corrupt gzip data, or any CoNLL-U error of the strict parser.
 
+    See Also
+    --------
+    iter_conll : The same sentences, lazily, one at a time.
+    read_conllu : Dependency treebanks in CoNLL-U.
+
     Examples
     --------
     >>> import io
@@ -371,20 +347,127 @@ def read_conll(path, columns=("word", "pos", "chunk"), label="chunk", *, format=
     >>> X[0][1]
     {'word': 'do', 'lemma': 'do', 'xpos': 'VBP', 'feats': 'Mood=Ind'}
     """
-    if format not in _FORMATS:
-        raise ValueError(f"format must be 'auto', 'conll' or 'conllu'; got {format!r}.")
-    source = _source_name(path)
-    if format == "auto":
-        is_conllu = source.lower().endswith((".conllu", ".conllu.gz"))
-        format = "conllu" if is_conllu else "conll"
-    if format == "conllu":
-        default_columns = columns == ("word", "pos", "chunk")
-        columns = _conllu_columns(columns, label, default_columns)
-        X, y = _parse_conllu_tokens(_lines(_read_text(path, source, encoding)),
-                                    source, columns, label)
-    else:
-        columns = _check_columns(columns, label)
-        X, y = _parse_columns(_read_text(path, source, encoding), source, columns, label)
+    format, columns = _conll_options(path, columns, label, format)
+    X, y = [], []
+    for X_piece, y_piece in _conll_pieces(TextSource(path, encoding), format, columns, label):
+        X.extend(X_piece)
+        y.extend(y_piece)
     if label is None:
         return X
     return X, y
+
+
+def iter_conll(path, columns=("word", "pos", "chunk"), label="chunk", *, format="auto",
+               encoding="utf-8"):
+    """Read a CoNLL column file or a CoNLL-U file lazily, one sentence at a time.
+
+    The sentences of :func:`read_conll`, read and given as the iteration
+    reaches them: the file is read, gunzipped and parsed a piece of a few
+    hundred kilobytes at a time, so that a corpus of any size takes a few
+    megabytes of memory. The parameters, the values and the errors are
+    those of :func:`read_conll`, which reads files the same way and keeps
+    every sentence.
+
+    Parameters
+    ----------
+    path : str, os.PathLike or file object
+        The file, plain or gzip-compressed (recognised from the content). A
+        file object may be opened in text or binary mode; it is read from
+        where it stands, and not closed.
+    columns : tuple of str, default=("word", "pos", "chunk")
+        The columns, as in :func:`read_conll`.
+    label : str or None, default="chunk"
+        The column holding the labels, as in :func:`read_conll`.
+    format : {"auto", "conll", "conllu"}, default="auto"
+        As in :func:`read_conll`.
+    encoding : str, default="utf-8"
+        The text encoding of a path or a binary file object.
+
+    Yields
+    ------
+    tokens : list of dict
+        One ``{column: str}`` dict per token of a sentence, in the order of
+        the file. With ``label=None``, only these.
+    labels : list of str
+        The labels of the sentence's tokens, when ``label`` is not None:
+        each item is then a pair ``(tokens, labels)``.
+
+    Raises
+    ------
+    ValueError
+        At the call, on a bad argument. During the iteration, on malformed
+        input, naming the file and the line (the errors of
+        :func:`read_conll`); the iteration stops there, possibly before
+        giving the sentences just before the error (those of the same piece
+        of the file).
+    OSError
+        At the call, if ``path`` cannot be opened.
+
+    See Also
+    --------
+    read_conll : The whole file at once.
+    iter_conllu : Dependency trees, lazily.
+    predict_file : Tag or parse a file of any size, in parallel.
+
+    Examples
+    --------
+    >>> import io
+    >>> from sksparse_struct.datasets import iter_conll
+    >>> text = '''He PRP B-NP
+    ... reckons VBZ B-VP
+    ...
+    ... Rates NNS B-NP
+    ... '''
+    >>> for tokens, labels in iter_conll(io.StringIO(text)):
+    ...     print([t["word"] for t in tokens], labels)
+    ['He', 'reckons'] ['B-NP', 'B-VP']
+    ['Rates'] ['B-NP']
+
+    A tagger's accuracy on a corpus of any size, a thousand sentences at a
+    time (``tagger`` fitted as in the user guide)::
+
+        from itertools import islice
+
+        sentences = iter_conll("big.conllu", label="upos")
+        n_right = n_words = 0
+        while batch := list(islice(sentences, 1000)):
+            X, y = zip(*batch)
+            for gold, predicted in zip(y, tagger.predict(list(X))):
+                n_right += sum(a == b for a, b in zip(gold, predicted))
+                n_words += len(gold)
+    """
+    format, columns = _conll_options(path, columns, label, format)
+    text = TextSource(path, encoding)
+    text.check_readable()
+    return _iter_conll(text, format, columns, label)
+
+
+def _iter_conll(text, format, columns, label):
+    for X, y in _conll_pieces(text, format, columns, label):
+        if label is None:
+            yield from X
+        else:
+            yield from zip(X, y)
+
+
+def _conll_options(path, columns, label, format):
+    """The checked ``(format, columns)`` of read_conll and iter_conll."""
+    if format not in _FORMATS:
+        raise ValueError(f"format must be 'auto', 'conll' or 'conllu'; got {format!r}.")
+    if format == "auto":
+        is_conllu = source_name(path).lower().endswith((".conllu", ".conllu.gz"))
+        format = "conllu" if is_conllu else "conll"
+    if format == "conllu":
+        default_columns = columns == ("word", "pos", "chunk")
+        return format, _conllu_columns(columns, label, default_columns)
+    return format, _check_columns(columns, label)
+
+
+def _conll_pieces(text, format, columns, label):
+    """``(X, y)`` of each piece of a file (``text``, a :class:`TextSource`)."""
+    for piece, first_line in sentence_pieces(text.fragments(), BLANK_LINES[format],
+                                             min_chars=_stream.PIECE_CHARS):
+        if format == "conllu":
+            yield _parse_conllu_tokens(_lines(piece), text.source, columns, label, first_line)
+        else:
+            yield _parse_columns(piece, text.source, columns, label, first_line)

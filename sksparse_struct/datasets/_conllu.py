@@ -134,7 +134,7 @@ def _finish(tokens, word_lines, comments, metadata, source, lineno):
     return Sentence(tokens, metadata=metadata, comments=comments)
 
 
-def parse_conllu(lines, source="<string>"):
+def parse_conllu(lines, source="<string>", first_line=1):
     """Parse CoNLL-U lines into sentences, strictly.
 
     Parameters
@@ -144,6 +144,9 @@ def parse_conllu(lines, source="<string>"):
         (``"\\n"`` or ``"\\r\\n"``).
     source : str, default="<string>"
         Name used in error messages (usually the file name).
+    first_line : int, default=1
+        The line number of the first line, for error messages (when
+        ``lines`` are a part of a file that starts with a sentence).
 
     Returns
     -------
@@ -180,8 +183,8 @@ def parse_conllu(lines, source="<string>"):
     sentences = []
     tokens, word_lines, comments, metadata = [], [], [], {}
     started = False  # a token line (word, range or empty node) was seen
-    lineno = 0
-    for lineno, line in enumerate(lines, start=1):
+    lineno = first_line - 1
+    for lineno, line in enumerate(lines, start=first_line):
         line = line.rstrip("\n").rstrip("\r")
         if lineno == 1:
             line = line.lstrip("\ufeff")
@@ -323,6 +326,8 @@ def words_and_tags(sentences, tag="upos"):
 # also keeps them strict ("+1", " 1", "01" or "١" are not found).
 _ID_TEXT = tuple(str(i) for i in range(1024))
 _HEAD_VALUE = {text: i for i, text in enumerate(_ID_TEXT)}
+# Where HEAD need not be given (text to be parsed): "_" reads as -1.
+_HEAD_OR_BLANK = {**_HEAD_VALUE, "_": -1}
 _UPOS_OR_BLANK = _UPOS_SET | {"_"}
 
 
@@ -376,11 +381,13 @@ def _comment_metadata(comments):
     return metadata
 
 
-def _parse_block_lines(lines, first_line, source, seen_feats):
+def _parse_block_lines(lines, first_line, source, seen_feats, head_values=_HEAD_VALUE):
     """Words of one sentence, line by line: the path for every unusual case.
 
     ``lines`` are the token lines of the sentence, the first on line
     ``first_line``. Returns ``(tokens, heads, deprels, word_lines)``.
+    ``head_values`` is ``_HEAD_OR_BLANK`` when HEAD may be ``"_"`` and is
+    not checked against the sentence.
     """
     tokens, heads, deprels, word_lines, multiword = [], [], [], [], []
     range_line = 0
@@ -402,13 +409,14 @@ def _parse_block_lines(lines, first_line, source, seen_feats):
                 multiword.append((first, last, cols[1]))
                 range_line = lineno
             continue
-        head = _HEAD_VALUE.get(cols[6])
+        head = head_values.get(cols[6])
         if head is None:
             if not _HEAD.fullmatch(cols[6]):
                 _fail(source, lineno, f"HEAD {cols[6]!r} of word {n_words + 1} is "
-                      "not a non-negative integer")
+                      "not a non-negative integer"
+                      + (" or '_'" if head_values is _HEAD_OR_BLANK else ""))
             head = int(cols[6])
-            if head > len(lines):
+            if head > len(lines) and head_values is _HEAD_VALUE:
                 # Out of range for sure (and perhaps too large for an int64):
                 # report it here, as the tree check would.
                 n = sum(1 for other in lines if _WORD_ID.fullmatch(other.partition("\t")[0]))
@@ -437,7 +445,7 @@ def _parse_block_lines(lines, first_line, source, seen_feats):
     return tokens, heads, deprels, multiword, word_lines
 
 
-def _parse_block_fast(lines, seen_feats, may_have_empty_column=True):
+def _parse_block_fast(lines, seen_feats, may_have_empty_column=True, head_values=_HEAD_VALUE):
     """Words of one sentence, column-wise; ``None`` if it needs a closer look.
 
     Handles sentences with 10 non-empty columns on every line, words
@@ -491,7 +499,7 @@ def _parse_block_fast(lines, seen_feats, may_have_empty_column=True):
             return None
         seen_feats.update(new)
     try:
-        heads = list(map(_HEAD_VALUE.__getitem__, cols[6]))
+        heads = list(map(head_values.__getitem__, cols[6]))
     except KeyError:
         return None
     tokens = [{"form": f, "lemma": lem, "upos": u, "xpos": x, "feats": ft}
@@ -499,7 +507,7 @@ def _parse_block_fast(lines, seen_feats, may_have_empty_column=True):
     return tokens, heads, list(cols[7]), multiword
 
 
-def parse_treebank(text, source="<string>"):
+def parse_treebank(text, source="<string>", first_line=1, *, heads_required=True):
     """Parse a CoNLL-U text into the columns of a treebank, fast and strictly.
 
     Checks everything :func:`parse_conllu` checks, except that HEADs are
@@ -515,9 +523,15 @@ def parse_treebank(text, source="<string>"):
     Parameters
     ----------
     text : str
-        The whole document ("\\n" or "\\r\\n" line ends).
+        The whole document ("\\n" or "\\r\\n" line ends), or a part of it
+        that starts with a sentence.
     source : str, default="<string>"
         Name used in error messages.
+    first_line : int, default=1
+        The line number of the first line of ``text`` in the document.
+    heads_required : bool, default=True
+        If False, a HEAD may also be ``"_"`` (read as -1), for text yet to
+        be parsed, and HEADs are not compared with the sentence length.
 
     Returns
     -------
@@ -543,7 +557,8 @@ def parse_treebank(text, source="<string>"):
     all_tokens, flat_heads, lengths, all_deprels = [], [], [], []
     all_metadata, all_multiword, first_lines = [], [], []
     seen_feats = {"_"}  # FEATS strings already checked
-    lineno = 1  # of the first line of the current block
+    head_values = _HEAD_VALUE if heads_required else _HEAD_OR_BLANK
+    lineno = first_line  # of the first line of the current block
     for block in text.split("\n\n"):
         block_start = lineno
         lineno += block.count("\n") + 2
@@ -561,7 +576,8 @@ def parse_treebank(text, source="<string>"):
             first += 1
         if first == stop:
             # The blank line after the comments, or the last line of the file.
-            _fail(source, min(block_start + stop, text.count("\n") + 1 - text.endswith("\n")),
+            last_line = first_line + text.count("\n") - text.endswith("\n")
+            _fail(source, min(block_start + stop, last_line),
                   "comment lines are not followed by any token line")
         # A block holds no blank line: "\n\n" would have split it.
         token_lines = lines[first:stop]
@@ -569,10 +585,10 @@ def parse_treebank(text, source="<string>"):
         # looking for them in the block text is a cheap conservative test.
         suspect = ("\t\t" in block or "\t\n" in block or "\n\t" in block
                    or block[:1] == "\t" or block[-1:] == "\t")
-        parsed = _parse_block_fast(token_lines, seen_feats, suspect)
+        parsed = _parse_block_fast(token_lines, seen_feats, suspect, head_values)
         if parsed is None:
             parsed = _parse_block_lines(token_lines, block_start + first, source,
-                                        seen_feats)[:4]
+                                        seen_feats, head_values)[:4]
         tokens, heads, deprels, multiword = parsed
         all_tokens.append(tokens)
         flat_heads.extend(heads)
@@ -585,12 +601,13 @@ def parse_treebank(text, source="<string>"):
             first_lines)
 
 
-def sentence_word_lines(text, first_line, source="<string>"):
+def sentence_word_lines(text, first_line, source="<string>", text_first_line=1):
     """The line number of each word of the sentence starting on ``first_line``.
 
     For error messages only: re-reads that one sentence line by line.
+    ``text`` starts on line ``text_first_line`` of the document.
     """
-    lines = text.split("\n")[first_line - 1:]
+    lines = text.split("\n")[first_line - text_first_line:]
     stop = next((k for k, line in enumerate(lines) if not line.rstrip("\r")), len(lines))
     lines = [line.rstrip("\r") for line in lines[:stop]]
     return _parse_block_lines(lines, first_line, source, set())[4]

@@ -9,7 +9,6 @@ fails here, naming the sentence and the line, rather than in a parser or in
 the official evaluation script.
 """
 
-import gc
 import gzip
 import io
 import os
@@ -17,7 +16,7 @@ import os
 import numpy as np
 
 from ..utils import first_bad_tree, tree_error
-from ._conll import _read_text, _source_name
+from . import _stream
 from ._conllu import (
     _SPACE,
     _UPOS_OR_BLANK,
@@ -25,8 +24,9 @@ from ._conllu import (
     parse_treebank,
     sentence_word_lines,
 )
+from ._stream import BLANK_LINES, TextSource, gc_paused, sentence_pieces, source_name
 
-__all__ = ["read_conllu", "write_conllu"]
+__all__ = ["iter_conllu", "read_conllu", "write_conllu"]
 
 # The token-dict keys written to, and read from, the columns FORM..FEATS.
 _TOKEN_KEYS = ("form", "lemma", "upos", "xpos", "feats")
@@ -41,8 +41,47 @@ def _check_bool(value, name):
 
 
 def _sentence_name(i, metadata):
-    sent_id = metadata[i].get("sent_id") if metadata is not None else None
+    """Sentence ``i`` (0-based) of the file, whose comments are ``metadata``."""
+    sent_id = metadata.get("sent_id")
     return f"sentence {i + 1}" + (f" (sent_id {sent_id})" if sent_id else "")
+
+
+def _treebank_pieces(text, single_root):
+    """The sentences of a CoNLL-U file, a piece of the file at a time.
+
+    Yields ``(tokens, heads, deprels, metadata, multiword)`` for each piece
+    of ``text`` (a :class:`TextSource`), as :func:`read_conllu` returns
+    them, every tree checked.
+    """
+    n_before = 0  # sentences in the pieces before
+    for piece, piece_line in sentence_pieces(text.fragments(), BLANK_LINES["conllu"],
+                                             min_chars=_stream.PIECE_CHARS):
+        with gc_paused():
+            (tokens, flat, lengths, deprels, metadata, multiword,
+             first_lines) = parse_treebank(piece, text.source, piece_line)
+        flat = np.array(flat, dtype=np.int64)
+        lengths = np.array(lengths, dtype=np.int64)
+        bad = first_bad_tree(flat, lengths, single_root)
+        if bad is not None:
+            start = int(lengths[:bad].sum())
+            word, message = tree_error(flat[start:start + lengths[bad]].tolist(), single_root)
+            word_line = sentence_word_lines(piece, first_lines[bad], text.source,
+                                            piece_line)[word - 1]
+            raise ValueError(f"{text.source}, line {word_line}: "
+                             f"{_sentence_name(n_before + bad, metadata[bad])}: {message}")
+        # Own arrays rather than views of one buffer: pickling or editing one
+        # sentence must not drag in or change the others.
+        heads = [h.copy() for h in np.split(flat, np.cumsum(lengths[:-1]))] if tokens else []
+        n_before += len(tokens)
+        yield tokens, heads, deprels, metadata, multiword
+
+
+def _treebank_outputs(return_deprel, return_metadata, return_multiword):
+    """Which of ``(tokens, heads, deprels, metadata, multiword)`` to give, as indices."""
+    wanted = (_check_bool(return_deprel, "return_deprel"),
+              _check_bool(return_metadata, "return_metadata"),
+              _check_bool(return_multiword, "return_multiword"))
+    return (0, 1) + tuple(k for k, w in zip((2, 3, 4), wanted) if w)
 
 
 def read_conllu(path, *, return_deprel=False, return_metadata=False,
@@ -125,6 +164,7 @@ def read_conllu(path, *, return_deprel=False, return_metadata=False,
 
     See Also
     --------
+    iter_conllu : The same sentences, lazily, one at a time.
     write_conllu : Write a treebank (e.g. predicted heads) as CoNLL-U.
     read_conll : CoNLL-U (and other CoNLL files) as token and tag sequences.
 
@@ -153,42 +193,102 @@ def read_conllu(path, *, return_deprel=False, return_metadata=False,
     ValueError: <file object>, line 5: sentence 1 (sent_id s1): no word is attached
     to the root (HEAD 0): words 2 -> 4 -> 2 form a cycle
     """
-    return_deprel = _check_bool(return_deprel, "return_deprel")
-    return_metadata = _check_bool(return_metadata, "return_metadata")
-    return_multiword = _check_bool(return_multiword, "return_multiword")
+    outputs = _treebank_outputs(return_deprel, return_metadata, return_multiword)
     single_root = _check_bool(single_root, "single_root")
-    source = _source_name(path)
-    text = _read_text(path, source, encoding)
-    # The parse allocates millions of small objects, none of them cyclic;
-    # the cyclic garbage collector would scan them again and again.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        (tokens, flat, lengths, deprels, metadata, multiword,
-         first_lines) = parse_treebank(text, source)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    flat = np.array(flat, dtype=np.int64)
-    lengths = np.array(lengths, dtype=np.int64)
-    bad = first_bad_tree(flat, lengths, single_root)
-    if bad is not None:
-        start = int(lengths[:bad].sum())
-        word, message = tree_error(flat[start:start + lengths[bad]].tolist(), single_root)
-        word_line = sentence_word_lines(text, first_lines[bad], source)[word - 1]
-        raise ValueError(f"{source}, line {word_line}: "
-                         f"{_sentence_name(bad, metadata)}: {message}")
-    # Own arrays rather than views of one buffer: pickling or editing one
-    # sentence must not drag in or change the others.
-    y = [h.copy() for h in np.split(flat, np.cumsum(lengths[:-1]))] if len(tokens) else []
-    result = [tokens, y]
-    if return_deprel:
-        result.append(deprels)
-    if return_metadata:
-        result.append(metadata)
-    if return_multiword:
-        result.append(multiword)
-    return tuple(result)
+    columns = ([], [], [], [], [])
+    with gc_paused():
+        for piece in _treebank_pieces(TextSource(path, encoding), single_root):
+            for column, values in zip(columns, piece):
+                column.extend(values)
+    return tuple(columns[k] for k in outputs)
+
+
+def iter_conllu(path, *, return_deprel=False, return_metadata=False,
+                return_multiword=False, single_root=False, encoding="utf-8"):
+    """Read a CoNLL-U treebank lazily, one sentence at a time.
+
+    The sentences of :func:`read_conllu`, read, checked and given as the
+    iteration reaches them: the file is read, gunzipped and parsed a piece
+    of a few hundred kilobytes at a time, so that a treebank of any size
+    takes a few megabytes of memory. The options, the values and the errors
+    are those of :func:`read_conllu`, which reads files the same way and
+    keeps every sentence.
+
+    Parameters
+    ----------
+    path : str, os.PathLike or file object
+        The file, plain or gzip-compressed (recognised from the content,
+        whatever the name). A file object may be opened in text or binary
+        mode; it is read from where it stands, and not closed.
+    return_deprel : bool, default=False
+        Also give the DEPREL column of each sentence.
+    return_metadata : bool, default=False
+        Also give the comments of each sentence.
+    return_multiword : bool, default=False
+        Also give the multiword tokens of each sentence.
+    single_root : bool, default=False
+        Require exactly one word attached to the root in every sentence.
+    encoding : str, default="utf-8"
+        Text encoding of the file (CoNLL-U files are UTF-8).
+
+    Yields
+    ------
+    sentence : tuple
+        ``(tokens, heads)`` for each sentence, in the order of the file,
+        followed by ``deprels``, ``metadata`` and ``multiword`` when asked
+        for, in this order: for each sentence, its entries of the lists
+        that :func:`read_conllu` returns.
+
+    Raises
+    ------
+    ValueError
+        At the call, on a bad option. During the iteration, on malformed
+        input, naming the file, the line and, for trees, the sentence
+        (the errors of :func:`read_conllu`); the iteration stops there,
+        possibly before giving the sentences just before the error (those
+        of the same piece of the file).
+    OSError
+        At the call, if ``path`` cannot be opened.
+
+    See Also
+    --------
+    read_conllu : The whole treebank at once.
+    iter_conll : Token dicts and labels for taggers, lazily.
+    predict_file : Tag or parse a file of any size, in parallel.
+
+    Examples
+    --------
+    >>> import io
+    >>> from sksparse_struct.datasets import iter_conllu
+    >>> conllu = '''1\\tDogs\\tdog\\tNOUN\\tNNS\\t_\\t2\\tnsubj\\t_\\t_
+    ... 2\\tbark\\tbark\\tVERB\\tVBP\\t_\\t0\\troot\\t_\\t_
+    ...
+    ... 1\\tHi\\thi\\tINTJ\\tUH\\t_\\t0\\troot\\t_\\t_
+    ... '''
+    >>> for tokens, heads, deprels in iter_conllu(io.StringIO(conllu), return_deprel=True):
+    ...     print([t["form"] for t in tokens], heads.tolist(), deprels)
+    ['Dogs', 'bark'] [2, 0] ['nsubj', 'root']
+    ['Hi'] [0] ['root']
+
+    Batches of sentences, e.g. to parse them a thousand at a time:
+
+    >>> from itertools import islice
+    >>> sentences = iter_conllu(io.StringIO(conllu))
+    >>> while batch := list(islice(sentences, 1000)):
+    ...     X = [tokens for tokens, heads in batch]
+    ...     print(len(X), "sentences")
+    2 sentences
+    """
+    outputs = _treebank_outputs(return_deprel, return_metadata, return_multiword)
+    single_root = _check_bool(single_root, "single_root")
+    text = TextSource(path, encoding)
+    text.check_readable()
+    return _iter_treebank(text, single_root, outputs)
+
+
+def _iter_treebank(text, single_root, outputs):
+    for piece in _treebank_pieces(text, single_root):
+        yield from zip(*(piece[k] for k in outputs))
 
 
 def _check_field(value, what):
@@ -537,7 +637,7 @@ def _write_text(path, text):
             path.write(text)
         except UnicodeEncodeError as exc:
             # A text file opened with another encoding than UTF-8.
-            raise ValueError(_encoding_error(text, _source_name(path), exc.encoding)) from None
+            raise ValueError(_encoding_error(text, source_name(path), exc.encoding)) from None
         return
     data = text.encode("utf-8")
     if os.fspath(path).lower().endswith(".gz"):
