@@ -1,0 +1,154 @@
+"""What keeps the first run short: one compilation per argument type, pruned variants, a notice.
+
+The toy kernels here are not cached (``cache=False``) so that every test
+process compiles them afresh and the counts are exact.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator
+
+from sksparse_struct.utils._numba import njit
+from sksparse_struct.utils._reporting import COMPILING_NOTICE, compile_notice
+from sksparse_struct.utils._sklearn_compat import fit_context
+
+KIND_A = 0
+KIND_B = 1
+
+
+@njit(cache=False)
+def _scaled(t, a):
+    return t * a
+
+
+@njit(cache=False)
+def _constants_caller(a):
+    return _scaled(3, a) + _scaled(5, a) + _scaled(a, 2)
+
+
+def test_calls_between_kernels_compile_once_per_type_not_per_constant():
+    assert _constants_caller(2) == 6 + 10 + 4
+    # numba's own njit would compile _scaled three times (Literal[int](3),
+    # Literal[int](5), and (int64, Literal[int](2))).
+    assert len(_scaled.signatures) == 1
+
+
+@njit(cache=False)
+def _branch_a(x):
+    return x + 1
+
+
+@njit(cache=False)
+def _branch_b(x):
+    return x * 2
+
+
+@njit(cache=False, inline="always")
+def _variant_body(kind, x):
+    if kind == KIND_A:
+        return _branch_a(x)
+    return _branch_b(x)
+
+
+@njit(cache=False)
+def _variant_a(x):
+    return _variant_body(KIND_A, x)
+
+
+def test_inlined_body_with_constant_compiles_only_its_branch():
+    assert _variant_a(3) == 4
+    assert len(_branch_a.signatures) == 1
+    assert _branch_b.signatures == []
+
+
+@pytest.mark.slow  # a cold compilation of the active set in a fresh process
+def test_the_tree_active_set_compiles_no_other_oracle(tmp_path):
+    # In a fresh process with an empty cache: the non-projective active set
+    # must not compile Eisner's algorithm or Viterbi (the other kinds'
+    # oracles), which its shared loop mentions.
+    code = textwrap.dedent("""
+        import numpy as np
+        from numba.core import event
+        compiled = []
+
+        class Listener(event.Listener):
+            def on_start(self, ev):
+                compiled.append(ev.data["dispatcher"].py_func.__name__)
+
+            def on_end(self, ev):
+                pass
+
+        event.register("numba:compile", Listener())
+        from sksparse_struct.inference._sparsemap_fast import active_set_tree
+        n = 4
+        eta = np.random.default_rng(0).normal(size=n * n)
+        out = active_set_tree(eta, n, True, 100, 1e-9, 1e-9)
+        assert out[7], "not converged"
+        print(" ".join(sorted(set(compiled))))
+    """)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, check=True)
+    compiled = set(result.stdout.split())
+    assert "chu_liu_edmonds_parts_ws" in compiled
+    assert not {"eisner_parts_ws", "eisner_chart", "viterbi"} & compiled, compiled
+
+
+@njit(cache=False)
+def _first_use(x):
+    return x + 0.5
+
+
+def test_compile_notice_speaks_once_and_only_when_compiling(capsys):
+    with compile_notice("Toy"):
+        _first_use(1.0)
+        _first_use(np.int64(1))  # a second compilation: still one line
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"[Toy] {COMPILING_NOTICE}\n"
+    with compile_notice("Toy"):
+        _first_use(2.0)  # compiled already
+    assert capsys.readouterr().err == ""
+
+
+@njit(cache=False)
+def _fit_kernel(x):
+    return x * 3.0
+
+
+class _Verbose(BaseEstimator):
+    _parameter_constraints: dict = {"verbose": ["verbose"]}
+
+    def __init__(self, verbose=0):
+        self.verbose = verbose
+
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        self.value_ = _fit_kernel(float(X))
+        return self
+
+
+def test_verbose_fits_announce_compilation(capsys):
+    _Verbose(verbose=0).fit(1.0)  # compiles silently
+    assert capsys.readouterr().err == ""
+    _fit_kernel(np.int64(2))  # keep the float version; compile another below
+    _Verbose(verbose=1).fit(2.0)  # nothing left to compile
+    assert capsys.readouterr().err == ""
+
+    @njit(cache=False)
+    def fresh(x):
+        return x - 1.0
+
+    class _VerboseFresh(_Verbose):
+        @fit_context(prefer_skip_nested_validation=True)
+        def fit(self, X, y=None):
+            self.value_ = fresh(float(X))
+            return self
+
+    _VerboseFresh(verbose=1).fit(2.0)
+    assert capsys.readouterr().err == f"[_VerboseFresh] {COMPILING_NOTICE}\n"
