@@ -86,7 +86,12 @@ def test_main_prints_a_sensible_report(capsys):
     # The parser: trained on the same sentences' trees, scored on the test
     # split. A first-order linear parser on 360 sentences gets about 3 heads
     # in 4 right; LAS is at most UAS.
-    assert out.splitlines()[1].endswith("by token and by sentence; dependency parsing")
+    # It names each model as it starts training it, then prints the report.
+    assert lines[1:5] == ["  FenchelYoungClassifier(loss='sparsemax')",
+                          "  FenchelYoungClassifier(loss='softmax')",
+                          "  LinearChainCRF(loss='crf')",
+                          "  SparseMAPParser(loss='sparsemap')"]
+    assert lines[5].endswith("by token and by sentence; dependency parsing")
     assert "Dependency parsing: SparseMAPParser(loss='sparsemap', max_iter=5)" in out
     uas, las, exact = map(float, re.search(
         r"test UAS (\d\.\d+), LAS (\d\.\d+), whole trees right (\d\.\d+)", out).groups())
