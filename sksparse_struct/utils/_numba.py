@@ -16,7 +16,7 @@ import numba
 from numba.core import types
 from numba.core.registry import CPUDispatcher
 
-__all__ = ["njit", "NUMBA_OPTIONS"]
+__all__ = ["NUMBA_OPTIONS", "njit"]
 
 # cache=True: compiled machine code is written next to the module and reused by
 # later processes, which keeps the cold start of the test suite short.

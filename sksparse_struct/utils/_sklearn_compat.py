@@ -10,9 +10,9 @@ for ``_check_sample_weight``).
 import functools
 
 from sklearn.base import _fit_context  # sklearn >= 1.3
-from sklearn.utils._param_validation import Interval, StrOptions  # noqa: F401
-from sklearn.utils.validation import _check_sample_weight as check_sample_weight  # noqa: F401
-from sklearn.utils.validation import validate_data  # noqa: F401  (sklearn >= 1.6)
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_sample_weight as check_sample_weight
+from sklearn.utils.validation import validate_data
 
 from ._reporting import compile_notice
 
