@@ -12,7 +12,7 @@ import functools
 from sklearn.base import _fit_context  # sklearn >= 1.3
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight as check_sample_weight
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import validate_data  # sklearn >= 1.6
 
 from ._reporting import compile_notice
 
