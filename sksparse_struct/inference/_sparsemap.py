@@ -33,6 +33,7 @@ import numbers
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from ..structures import DependencyTree, Parts, Sequence, Structure
@@ -91,9 +92,16 @@ class SparseMAPResult:
         Flat posterior of the higher-order parts, ``N_S p``.
     probabilities : ndarray of shape (k,)
         The probabilities of the support, in the order of ``support``.
-    vertices_u : ndarray of shape (k, n_unary_parts)
+    vertices_u_sparse : scipy.sparse.csr_array of shape (k, n_unary_parts)
         Row ``i`` is the unary indicator vector ``m`` of the ``i``-th support
-        structure.
+        structure, stored sparse: ``O(k w)`` memory for structures using
+        ``w`` parts each (``w = n`` for a tree on ``n`` words, which has
+        ``n^2`` possible arcs). Everything the result computes (``u``, the
+        backward passes) uses this form.
+    vertices_u : ndarray of shape (k, n_unary_parts)
+        The same rows as a dense array, built on first access: ``k *
+        n_unary_parts`` floats, which for long sentences can be far more
+        than the solve itself used; prefer ``vertices_u_sparse`` there.
     vertices_v : ndarray of shape (k, n_higher_order_parts)
         Row ``i`` is its higher-order indicator vector ``n``.
     n_iter : int
@@ -134,7 +142,9 @@ class SparseMAPResult:
         self.structure = structure
         self.parts = parts
         self.probabilities = np.ascontiguousarray(probabilities[order])
-        self.vertices_u = np.ascontiguousarray(vertices_u[order])
+        # vertices_u: the support's unary rows, a scipy.sparse CSR matrix
+        # (the solvers' output) or a dense array; kept sparse.
+        self.vertices_u_sparse = sp.csr_array(vertices_u)[order]
         self.vertices_v = np.ascontiguousarray(vertices_v[order])
         self.n_iter = int(n_iter)
         self.gap = float(gap)
@@ -152,6 +162,14 @@ class SparseMAPResult:
         self._u = None
         self._v = None
         self._marginals = None
+        self._vertices_u = None
+
+    @property
+    def vertices_u(self):
+        """ndarray of shape (k, n_unary_parts): ``vertices_u_sparse``, dense."""
+        if self._vertices_u is None:
+            self._vertices_u = self.vertices_u_sparse.toarray()
+        return self._vertices_u
 
     @property
     def values(self):
@@ -171,7 +189,7 @@ class SparseMAPResult:
     def u(self):
         """ndarray of shape (n_unary_parts,): ``M_S p``."""
         if self._u is None:
-            self._u = self.probabilities @ self.vertices_u
+            self._u = self.probabilities @ self.vertices_u_sparse
         return self._u
 
     @property
@@ -213,25 +231,33 @@ class SparseMAPResult:
             kkt = np.zeros((k + 1, k + 1))
             kkt[0, 1:] = 1.0
             kkt[1:, 0] = 1.0
-            kkt[1:, 1:] = self.vertices_u @ self.vertices_u.T
+            kkt[1:, 1:] = (self.vertices_u_sparse @ self.vertices_u_sparse.T).toarray()
             self._jacobian = np.linalg.pinv(kkt, rcond=1e-12, hermitian=True)[1:, 1:]
         return self._jacobian
 
 
 class _Support:
-    """The current support: indicator rows, scores, probabilities, keys.
+    """The current support: sparse indicator rows, scores, probabilities, keys.
 
-    Rows live in arrays grown by doubling; removal moves the last row into
-    the freed slot. With ``kkt=True`` (active set) the compiled kernels of
-    ``_sparsemap_fast`` also maintain the Gram matrix ``G = M_S M_S^T`` and
-    the inverse ``B`` of the bordered KKT matrix, in ``O(k^2 + k n_parts)``
-    per change; Python only mirrors the values and keys.
+    The unary indicator vector ``m`` of each structure is stored as a sparse
+    row (``IDX[i, :nnz[i]]`` the parts it uses, ``VAL[i, :nnz[i]]`` its values
+    there), so the support takes memory in proportion to the nonzeros of its
+    structures (``n`` per tree on ``n`` words) rather than to the number of
+    parts (``n^2``). Rows live in arrays grown by doubling (and widened when
+    a structure has more nonzeros than any before); removal moves the last
+    row into the freed slot. With ``kkt=True`` (active set) the compiled
+    kernels of ``_sparsemap_fast`` also maintain the Gram matrix ``G`` and
+    the inverse ``B`` of the bordered KKT matrix, in ``O(k^2 + k w)`` per
+    change (``w`` nonzeros per row); Python only mirrors the values and keys.
     """
 
     def __init__(self, n_u, n_v, kkt):
         cap = 16
         self.k = 0
-        self.M = np.zeros((cap, n_u))
+        self.n_u = n_u
+        self.IDX = np.zeros((cap, 1), dtype=np.int64)
+        self.VAL = np.zeros((cap, 1))
+        self.nnz = np.zeros(cap, dtype=np.int64)
         self.N = np.zeros((cap, n_v))
         self.theta = np.zeros(cap)
         self.p = np.zeros(cap)
@@ -240,23 +266,21 @@ class _Support:
         self.where = {}  # key -> position, to find duplicates in O(1)
         self.kkt = kkt
         if kkt:
-            self.NZ = np.zeros((cap, n_u), dtype=np.int64)
-            self.nnz = np.zeros(cap, dtype=np.int64)
             self.G = np.zeros((cap, cap))
             self.B = np.zeros((cap + 1, cap + 1))
             self.coef = np.zeros(cap)
 
     def _grow(self):
-        cap = 2 * self.M.shape[0]
+        cap = 2 * self.IDX.shape[0]
         k = self.k
-        for name in ("M", "N"):
+        for name in ("IDX", "VAL", "N"):
             old = getattr(self, name)
-            new = np.zeros((cap, old.shape[1]))
+            new = np.zeros((cap, old.shape[1]), dtype=old.dtype)
             new[:k] = old[:k]
             setattr(self, name, new)
-        for name in ("theta", "p"):
+        for name in ("theta", "p", "nnz"):
             old = getattr(self, name)
-            new = np.zeros(cap)
+            new = np.zeros(cap, dtype=old.dtype)
             new[:k] = old[:k]
             setattr(self, name, new)
         if self.kkt:
@@ -267,12 +291,13 @@ class _Support:
             B[: k + 1, : k + 1] = self.B[: k + 1, : k + 1]
             self.B = B
             self.coef = np.zeros(cap)
-            NZ = np.zeros((cap, self.M.shape[1]), dtype=np.int64)
-            NZ[:k] = self.NZ[:k]
-            self.NZ = NZ
-            nnz = np.zeros(cap, dtype=np.int64)
-            nnz[:k] = self.nnz[:k]
-            self.nnz = nnz
+
+    def _widen(self, width):
+        for name in ("IDX", "VAL"):
+            old = getattr(self, name)
+            new = np.zeros((old.shape[0], width), dtype=old.dtype)
+            new[:, : old.shape[1]] = old
+            setattr(self, name, new)
 
     def position(self, key):
         return self.where.get(key, -1)
@@ -281,18 +306,24 @@ class _Support:
         """Add a structure; with ``kkt``, return False (and change nothing)
         if its ``m`` is an affine combination of the support's, whose
         coefficients are then in ``self.coef[:k]``."""
-        if self.k == self.M.shape[0]:
+        if self.k == self.IDX.shape[0]:
             self._grow()
+        width = np.count_nonzero(m)
+        if width > self.IDX.shape[1]:
+            self._widen(width)
         k = self.k
         if self.kkt:
             inserted = kkt_insert(
-                self.M, self.N, self.NZ, self.nnz, self.G, self.B, self.theta, self.p,
+                self.IDX, self.VAL, self.nnz, self.N, self.G, self.B, self.theta, self.p,
                 k, m, n, theta, prob, _DEPENDENT_TOL, self.coef,
             )
             if not inserted:
                 return False
         else:
-            self.M[k] = m
+            idx = np.flatnonzero(m)
+            self.IDX[k, : idx.shape[0]] = idx
+            self.VAL[k, : idx.shape[0]] = m[idx]
+            self.nnz[k] = idx.shape[0]
             self.N[k] = n
             self.theta[k] = theta
             self.p[k] = prob
@@ -308,11 +339,11 @@ class _Support:
         del self.where[self.keys[j]]
         if self.kkt:
             kkt_delete(
-                self.M, self.N, self.NZ, self.nnz, self.G, self.B, self.theta, self.p,
+                self.IDX, self.VAL, self.nnz, self.N, self.G, self.B, self.theta, self.p,
                 self.k, j,
             )
         elif j != last:
-            for arr in (self.M, self.N, self.theta, self.p):
+            for arr in (self.IDX, self.VAL, self.nnz, self.N, self.theta, self.p):
                 arr[j] = arr[last]
         if j != last:
             self.values[j] = self.values[last]
@@ -328,6 +359,21 @@ class _Support:
             return
         for j in np.flatnonzero(p <= 0.0)[::-1]:
             self.remove(int(j))
+
+    def unary_rows(self):
+        """The unary rows of the support as a ``(k, n_u)`` CSR matrix."""
+        return _csr_rows(self.IDX, self.VAL, self.nnz, self.k, self.n_u)
+
+
+def _csr_rows(IDX, VAL, nnz, k, n_u):
+    """CSR matrix of the first ``k`` sparse rows ``IDX[i, :nnz[i]]``, ``VAL[i, :nnz[i]]``."""
+    counts = nnz[:k]
+    used = np.arange(IDX.shape[1]) < counts[:, None]
+    indptr = np.zeros(k + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return sp.csr_array(
+        (VAL[:k][used], IDX[:k][used], indptr), shape=(k, n_u)
+    )
 
 
 def _check_structure(structure):
@@ -351,7 +397,10 @@ def _vertex(parts, value, m, n):
     # Summed over the used parts in index order (never 0 * -inf), in a kernel
     # shared with the compiled tree loop so that both round alike.
     theta = masked_dot(_contiguous(parts.eta_u), m) + masked_dot(_contiguous(parts.eta_v), n)
-    return value, m, n, m.tobytes() + n.tobytes(), theta
+    # The key names the used parts and their values (O(nonzeros), not O(parts)).
+    used = np.flatnonzero(m)
+    key = (used.tobytes(), m[used].tobytes(), n.tobytes())
+    return value, m, n, key, theta
 
 
 def _initial_vertices(structure, parts, init):
@@ -363,20 +412,21 @@ def _initial_vertices(structure, parts, init):
     start = []
     if init is not None:
         if isinstance(init, SparseMAPResult):
+            n_u_init = init.vertices_u_sparse.shape[1]
             if init.structure != structure or (
-                init.vertices_u.shape[1] != parts.eta_u.shape[0]
+                n_u_init != parts.eta_u.shape[0]
                 or init.vertices_v.shape[1] != parts.eta_v.shape[0]
             ):
                 raise ValueError(
                     "init is a SparseMAPResult for another structure or other "
                     f"potential shapes ({init.structure!r} with "
-                    f"{init.vertices_u.shape[1]} unary and {init.vertices_v.shape[1]} "
+                    f"{n_u_init} unary and {init.vertices_v.shape[1]} "
                     "higher-order parts)."
                 )
             pairs = [
-                (value, m, n, prob)
-                for value, m, n, prob in zip(
-                    init.values, init.vertices_u, init.vertices_v, init.probabilities
+                (value, _dense_row(init.vertices_u_sparse, i), n, prob)
+                for i, (value, n, prob) in enumerate(
+                    zip(init.values, init.vertices_v, init.probabilities)
                 )
             ]
         else:
@@ -430,6 +480,14 @@ def _contiguous(a):
     return np.ascontiguousarray(a, dtype=np.float64)
 
 
+def _dense_row(rows, i):
+    """Row ``i`` of a CSR matrix as a dense float64 vector."""
+    m = np.zeros(rows.shape[1])
+    a, b = rows.indptr[i], rows.indptr[i + 1]
+    m[rows.indices[a:b]] = rows.data[a:b]
+    return m
+
+
 def _add_active(support, vert, prob):
     """Add a structure to the active set, pivoting out dependent ones.
 
@@ -471,7 +529,7 @@ def _solve_active_set(structure, parts, start, max_iter, tol):
     for n_iter in range(1, max_iter + 1):
         # Relaxed QP (eq. 4.9); if infeasible, the step of eq. 4.10.
         blocking, gamma = relaxed_step(
-            support.M, support.NZ, support.nnz, support.G, support.B, support.theta,
+            support.IDX, support.VAL, support.nnz, support.G, support.B, support.theta,
             support.p, support.k, u,
         )
         if blocking >= 0:
@@ -506,7 +564,7 @@ def _solve_active_set_tree(structure, parts, max_iter, tol):
     """
     projective, single_root = tree_options(structure)
     kernel = active_set_projective_tree if projective else active_set_tree
-    M, H, theta, p, k, n_iter, gap, converged, status = kernel(
+    IDX, VAL, nnz, H, theta, p, k, n_iter, gap, converged, status = kernel(
         parts.eta_u, parts.context, np.bool_(single_root), max_iter, tol, _DEPENDENT_TOL
     )
     if status == 1:
@@ -515,7 +573,9 @@ def _solve_active_set_tree(structure, parts, max_iter, tol):
         raise no_tree_error(single_root)
     if status == 2:
         raise _all_forbidden_error(structure)
-    support = _compiled_support(M, np.zeros((M.shape[0], 0)), H, theta, p, k)
+    support = _compiled_support(
+        IDX, VAL, nnz, np.zeros((IDX.shape[0], 0)), H, theta, p, k, parts.eta_u.shape[0]
+    )
     return support, n_iter, gap, converged
 
 
@@ -526,21 +586,25 @@ def _solve_active_set_sequence(structure, parts, max_iter, tol):
     oracle (``active_set_sequence``).
     """
     unary, trans = sequence_kernel_inputs(parts, parts.eta_u, parts.eta_v)
-    M, N, Y, theta, p, k, n_iter, gap, converged, status = active_set_sequence(
+    IDX, VAL, nnz, N, Y, theta, p, k, n_iter, gap, converged, status = active_set_sequence(
         unary, trans, max_iter, tol, _DEPENDENT_TOL
     )
     if status == 1:
         raise_no_sequence(unary, trans)
     if status == 2:
         raise _all_forbidden_error(structure)
-    return _compiled_support(M, N, Y, theta, p, k), n_iter, gap, converged
+    support = _compiled_support(IDX, VAL, nnz, N, Y, theta, p, k, parts.eta_u.shape[0])
+    return support, n_iter, gap, converged
 
 
-def _compiled_support(M, N, values, theta, p, k):
+def _compiled_support(IDX, VAL, nnz, N, values, theta, p, k, n_u):
     """A ``_Support`` holding only what sparsemap reads after a compiled solve."""
     support = _Support.__new__(_Support)
     support.k = k
-    support.M = M
+    support.n_u = n_u
+    support.IDX = IDX
+    support.VAL = VAL
+    support.nnz = nnz
     support.N = N
     support.theta = theta
     support.p = p
@@ -584,7 +648,7 @@ def _solve_conditional_gradient(structure, parts, start, max_iter, tol, variant)
     for n_iter in range(1, max_iter + 1):
         k = support.k
         p = support.p[:k]
-        M = support.M[:k]
+        M = support.unary_rows()
         u = p @ M
         vert, score, gap = _linear_gap(structure, parts, support, u)
         objective = float(support.theta[:k] @ p - 0.5 * (u @ u))
@@ -601,14 +665,14 @@ def _solve_conditional_gradient(structure, parts, start, max_iter, tol, variant)
         if variant == "frank_wolfe":
             d_u, slope, gamma_max = vert[1] - u, gap, 1.0
         elif variant == "pairwise":
-            d_u, slope, gamma_max = vert[1] - M[w], score - scores[w], p[w]
+            d_u, slope, gamma_max = vert[1] - _dense_row(M, w), score - scores[w], p[w]
             forward = False
         else:  # away_step
             away_gap = current - scores[w]
             if gap >= away_gap:
                 d_u, slope, gamma_max = vert[1] - u, gap, 1.0
             else:
-                d_u, slope, gamma_max = u - M[w], away_gap, p[w] / (1.0 - p[w])
+                d_u, slope, gamma_max = u - _dense_row(M, w), away_gap, p[w] / (1.0 - p[w])
                 forward = None
         curvature = float(d_u @ d_u)
         # Eq. B.2 (exact line search of the quadratic along d).
@@ -886,7 +950,8 @@ def _solve(structure, parts, method, max_iter, tol, init, caller):
         )
     k = support.k
     p = support.p[:k].copy()
-    u = p @ support.M[:k]
+    rows = support.unary_rows()
+    u = p @ rows
     if not converged:
         # Report the gap at the point returned (one more oracle call).
         _, _, gap = _linear_gap(structure, parts, support, u)
@@ -902,7 +967,7 @@ def _solve(structure, parts, method, max_iter, tol, init, caller):
         parts=parts,
         values=list(support.values),
         probabilities=p,
-        vertices_u=support.M[:k].copy(),
+        vertices_u=rows,
         vertices_v=support.N[:k].copy(),
         n_iter=n_iter,
         gap=max(float(gap), 0.0),
@@ -919,7 +984,7 @@ def _check_result(result):
 
 def _to_potentials(result, g_theta):
     """Chain rule ``theta_S = M_S eta_u + N_S eta_v`` back to the potentials."""
-    d_eta_u = g_theta @ result.vertices_u
+    d_eta_u = g_theta @ result.vertices_u_sparse
     d_eta_v = g_theta @ result.vertices_v
     return result.structure.encode_backward(d_eta_u, d_eta_v, result.parts)
 
@@ -986,7 +1051,7 @@ def sparsemap_backward(result, *d_marginals):
         )
     if not (np.isfinite(d_u).all() and np.isfinite(d_v).all()):
         raise ValueError("d_marginals must be finite.")
-    g_p = result.vertices_u @ d_u + result.vertices_v @ d_v
+    g_p = result.vertices_u_sparse @ d_u + result.vertices_v @ d_v
     return _to_potentials(result, result._probability_jacobian() @ g_p)
 
 

@@ -1,15 +1,23 @@
 """Numba kernels for the active-set bookkeeping of SparseMAP.
 
 The active set keeps, for the ``k`` structures of the current support, their
-unary indicator rows ``M[:k]`` (and higher-order rows ``N[:k]``), scores
-``theta[:k]``, probabilities ``p[:k]``, the Gram matrix ``G = M M^T`` and the
+unary indicator vectors as sparse rows (``IDX[i, :nnz[i]]`` the parts the
+``i``-th structure uses, in increasing order, ``VAL[i, :nnz[i]]`` the
+indicator values there), their higher-order rows ``N[:k]``, scores
+``theta[:k]``, probabilities ``p[:k]``, the Gram matrix ``G`` of the
+unary rows and the
 inverse ``B`` of the bordered KKT matrix of thesis eq. 4.9,
 ``[[0, 1^T], [1, G]]`` (index 0 is the multiplier ``tau``, index ``i + 1``
-the ``i``-th structure), and the positions of the nonzero entries of each
-row, ``NZ[i, :nnz[i]]`` (indicator vectors are sparse). These kernels update them in ``O(k^2 + k n_parts)``
-per change, so the Python loop around the MAP oracle only does a few calls
-per iteration. No validation: the caller passes C-contiguous float64 arrays
-with capacity for one more structure than ``k``.
+the ``i``-th structure). A structure uses few of the parts (a tree on ``n``
+words uses ``n`` of its ``n^2`` arcs), so the support takes ``O(k w)``
+memory for rows of ``w`` nonzeros, not ``O(k n_parts)``: every operation
+the active set needs is an inner product of two indicator vectors (the Gram
+matrix, the score of a structure under ``u``) or a scatter-add of rows into
+the posterior ``u``, each ``O(w)`` per row. These kernels update the support
+in ``O(k^2 + k w)`` per change, so the Python loop around the MAP oracle
+only does a few calls per iteration. No validation: the caller passes
+C-contiguous arrays with capacity for one more structure than ``k`` and rows
+wide enough for the structure's nonzeros.
 """
 
 import numpy as np
@@ -49,33 +57,40 @@ def support_terms(theta, p, k, u):
 
 
 @njit
-def kkt_insert(M, N, NZ, nnz, G, B, theta, p, k, m, n, th, prob, dep_tol, coef):
+def count_nonzero(m):
+    """Number of nonzero entries of ``m`` (the row width a structure needs)."""
+    c = 0
+    for a in range(m.shape[0]):
+        if m[a] != 0.0:
+            c += 1
+    return c
+
+
+@njit
+def kkt_insert(IDX, VAL, nnz, N, G, B, theta, p, k, m, n, th, prob, dep_tol, coef):
     """Append a structure to the support, or report that it is dependent.
 
-    The Schur complement of the new row of the KKT matrix is the squared
-    distance from ``m`` to the affine hull of ``M[:k]``. If it is at most
-    ``dep_tol * max(1, ||m||^2)`` the KKT matrix would be singular: nothing is
-    changed, the affine coefficients of ``m`` (summing to 1) are written to
-    ``coef[:k]`` and 0 is returned. Otherwise the structure becomes row
-    ``k``, ``B`` is updated by the bordering formula and 1 is returned.
+    ``m`` is the new structure's dense unary indicator vector (its nonzeros
+    must fit in a row of ``IDX``). The Schur complement of the new row of
+    the KKT matrix is the squared distance from ``m`` to the affine hull of
+    the support. If it is at most ``dep_tol * max(1, ||m||^2)`` the KKT
+    matrix would be singular: nothing is changed, the affine coefficients of
+    ``m`` (summing to 1) are written to ``coef[:k]`` and 0 is returned.
+    Otherwise the structure becomes row ``k`` (stored sparse), ``B`` is
+    updated by the bordering formula and 1 is returned.
     """
-    n_u = M.shape[1]
-    # Indicator vectors are sparse (a tree uses n of its n^2 arcs): the Gram
-    # row only needs the parts m uses.
-    used = np.empty(n_u, dtype=np.int64)
-    n_used = 0
+    n_u = m.shape[0]
     gm = 0.0
     for a in range(n_u):
         if m[a] != 0.0:
-            used[n_used] = a
-            n_used += 1
             gm += m[a] * m[a]
+    # Gram row: each support row against the dense m, over the row's nonzeros
+    # (in index order: the same sum as over m's nonzeros, to the last bit).
     b = np.empty(k)
     for i in range(k):
         s = 0.0
-        for t in range(n_used):
-            a = used[t]
-            s += M[i, a] * m[a]
+        for t in range(nnz[i]):
+            s += VAL[i, t] * m[IDX[i, t]]
         b[i] = s
     if k == 0:
         B[0, 0] = -gm
@@ -109,11 +124,13 @@ def kkt_insert(M, N, NZ, nnz, G, B, theta, p, k, m, n, th, prob, dep_tol, coef):
         G[k, c] = b[c]
         G[c, k] = b[c]
     G[k, k] = gm
+    t = 0
     for a in range(n_u):
-        M[k, a] = m[a]
-    for t in range(n_used):
-        NZ[k, t] = used[t]
-    nnz[k] = n_used
+        if m[a] != 0.0:
+            IDX[k, t] = a
+            VAL[k, t] = m[a]
+            t += 1
+    nnz[k] = t
     for a in range(N.shape[1]):
         N[k, a] = n[a]
     theta[k] = th
@@ -122,7 +139,7 @@ def kkt_insert(M, N, NZ, nnz, G, B, theta, p, k, m, n, th, prob, dep_tol, coef):
 
 
 @njit
-def kkt_delete(M, N, NZ, nnz, G, B, theta, p, k, j):
+def kkt_delete(IDX, VAL, nnz, N, G, B, theta, p, k, j):
     """Remove structure ``j`` of ``k``: the last one moves into slot ``j``.
 
     ``B`` loses the corresponding row and column by the downdating formula
@@ -130,10 +147,9 @@ def kkt_delete(M, N, NZ, nnz, G, B, theta, p, k, j):
     """
     last = k - 1
     if j != last:
-        for a in range(M.shape[1]):
-            M[j, a] = M[last, a]
         for t in range(nnz[last]):
-            NZ[j, t] = NZ[last, t]
+            IDX[j, t] = IDX[last, t]
+            VAL[j, t] = VAL[last, t]
         nnz[j] = nnz[last]
         for a in range(N.shape[1]):
             N[j, a] = N[last, a]
@@ -171,14 +187,15 @@ def bordered_inverse_delete(B, j, last):
 
 
 @njit
-def relaxed_step(M, NZ, nnz, G, B, theta, p, k, u):
+def relaxed_step(IDX, VAL, nnz, G, B, theta, p, k, u):
     """One active-set step on the support (thesis Alg. 1, lines 3-14).
 
     Solves the relaxed QP of eq. 4.9 through ``B`` (plus one step of
     iterative refinement with the explicit KKT matrix). If the solution
     ``p_hat`` has a negative entry, moves ``p`` towards it by the step of
     eq. 4.10, sets the blocking coordinate to exactly 0 and returns its index.
-    Otherwise sets ``p = p_hat``, writes ``u = M^T p`` and returns -1.
+    Otherwise sets ``p = p_hat``, writes the posterior ``u = sum_i p_i m_i``
+    (a scatter-add of the sparse rows) and returns -1.
     Also returns the step size (1 for the full step).
     """
     x = np.empty(k + 1)
@@ -223,14 +240,13 @@ def relaxed_step(M, NZ, nnz, G, B, theta, p, k, u):
         return blocking, gamma
     for i in range(k):
         p[i] = x[i + 1]
-    for a in range(M.shape[1]):
+    for a in range(u.shape[0]):
         u[a] = 0.0
     for i in range(k):
         pi = p[i]
         if pi != 0.0:
             for t in range(nnz[i]):
-                a = NZ[i, t]
-                u[a] += pi * M[i, a]
+                u[IDX[i, t]] += pi * VAL[i, t]
     return -1, 1.0
 
 
@@ -245,6 +261,13 @@ def _grow_rows(A, cap):
 def _grow_vec(a, cap):
     out = np.zeros(cap, dtype=a.dtype)
     out[: a.shape[0]] = a
+    return out
+
+
+@njit
+def _grow_cols(A, width):
+    out = np.zeros((A.shape[0], width), dtype=A.dtype)
+    out[:, : A.shape[1]] = A
     return out
 
 
@@ -269,8 +292,8 @@ _PTREE = 2
 
 
 @njit
-def _remove(M, N, NZ, nnz, G, B, theta, p, H, k, j):
-    kkt_delete(M, N, NZ, nnz, G, B, theta, p, k, j)
+def _remove(IDX, VAL, nnz, N, G, B, theta, p, H, k, j):
+    kkt_delete(IDX, VAL, nnz, N, G, B, theta, p, k, j)
     last = k - 1
     if j != last:
         for t in range(H.shape[1]):
@@ -279,11 +302,11 @@ def _remove(M, N, NZ, nnz, G, B, theta, p, H, k, j):
 
 
 @njit
-def _remove_nonpositive(M, N, NZ, nnz, G, B, theta, p, H, k):
+def _remove_nonpositive(IDX, VAL, nnz, N, G, B, theta, p, H, k):
     # Same order as the Python loop: highest index first.
     for j in range(k - 1, -1, -1):
         if p[j] <= 0.0:
-            k = _remove(M, N, NZ, nnz, G, B, theta, p, H, k, j)
+            k = _remove(IDX, VAL, nnz, N, G, B, theta, p, H, k, j)
     return k
 
 
@@ -352,10 +375,10 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
     identified by their rows in ``H`` (heads or labels), equivalent to
     comparing their indicator vectors.
 
-    Returns the support arrays (``M, N, H, theta, p`` with ``k`` rows in
-    use), ``n_iter``, the gap, whether it converged, and a status: 0 solved,
-    1 no structure has a finite score, 2 the MAP structure's score is not
-    finite (the sum overflows).
+    Returns the support arrays (``IDX, VAL, nnz``: the sparse unary rows;
+    ``N, H, theta, p``; ``k`` rows in use), ``n_iter``, the gap, whether it
+    converged, and a status: 0 solved, 1 no structure has a finite score, 2
+    the MAP structure's score is not finite (the sum overflows).
     """
     n_u = eta_u.shape[0]
     n_v = eta_v.shape[0]
@@ -377,9 +400,11 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
         n_cle = 0
         n_eis = 0
     cap = 16
-    M = np.zeros((cap, n_u))
+    # Unary rows, sparse: a tree or a label sequence uses n parts.
+    width = max(n, 1)
+    IDX = np.zeros((cap, width), dtype=np.int64)
+    VAL = np.zeros((cap, width))
     N = np.zeros((cap, n_v))
-    NZ = np.zeros((cap, n_u), dtype=np.int64)
     nnz = np.zeros(cap, dtype=np.int64)
     G = np.zeros((cap, cap))
     B = np.zeros((cap + 1, cap + 1))
@@ -400,12 +425,12 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
     has_dropped = False
     if not _oracle(kind, eta_u, eta_v, n, K, single_root, row, m, nv, work, f_mat, i_mat,
                    i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack):
-        return M, N, H, theta, p, 0, 0, np.inf, False, 1
+        return IDX, VAL, nnz, N, H, theta, p, 0, 0, np.inf, False, 1
     k = 0
     # As _vertex: unary then higher-order parts, never 0 * -inf.
     th = masked_dot(eta_u, m) + masked_dot(eta_v, nv)
     if not np.isfinite(th):
-        return M, N, H, theta, p, 0, 0, np.inf, False, 2
+        return IDX, VAL, nnz, N, H, theta, p, 0, 0, np.inf, False, 2
     prob = 1.0
     gap = np.inf
     converged = False
@@ -417,7 +442,7 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
                 break
             n_iter += 1
             # Relaxed QP (eq. 4.9); if infeasible, the step of eq. 4.10.
-            blocking, gamma = relaxed_step(M, NZ, nnz, G, B, theta, p, k, u)
+            blocking, gamma = relaxed_step(IDX, VAL, nnz, G, B, theta, p, k, u)
             if blocking >= 0:
                 if gamma == 0.0:
                     for t in range(n_row):
@@ -425,15 +450,15 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
                     has_dropped = True
                 else:
                     has_dropped = False
-                k = _remove_nonpositive(M, N, NZ, nnz, G, B, theta, p, H, k)
+                k = _remove_nonpositive(IDX, VAL, nnz, N, G, B, theta, p, H, k)
                 continue
-            k = _remove_nonpositive(M, N, NZ, nnz, G, B, theta, p, H, k)
+            k = _remove_nonpositive(IDX, VAL, nnz, N, G, B, theta, p, H, k)
             for a in range(n_u):
                 w[a] = eta_u[a] - u[a]
             if not _oracle(kind, w, eta_v, n, K, single_root, row, m, nv, work, f_mat,
                            i_mat, i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack):
                 # Only if sums of huge scores overflow; the generic loop raises.
-                return M, N, H, theta, p, k, n_iter, gap, False, 1
+                return IDX, VAL, nnz, N, H, theta, p, k, n_iter, gap, False, 1
             # The same operations, in the same order, as _vertex and
             # _linear_gap.
             th = masked_dot(eta_u, m) + masked_dot(eta_v, nv)
@@ -458,13 +483,17 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
             has_dropped = False
             prob = 0.0
         first = False
+        width_needed = count_nonzero(m)
+        if width_needed > IDX.shape[1]:
+            IDX = _grow_cols(IDX, width_needed)
+            VAL = _grow_cols(VAL, width_needed)
         # Add the structure, pivoting out dependent ones (see _add_active).
         while True:
-            if k == M.shape[0]:
-                cap = 2 * M.shape[0]
-                M = _grow_rows(M, cap)
+            if k == IDX.shape[0]:
+                cap = 2 * IDX.shape[0]
+                IDX = _grow_rows(IDX, cap)
+                VAL = _grow_rows(VAL, cap)
                 N = _grow_rows(N, cap)
-                NZ = _grow_rows(NZ, cap)
                 H = _grow_rows(H, cap)
                 nnz = _grow_vec(nnz, cap)
                 theta = _grow_vec(theta, cap)
@@ -472,7 +501,8 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
                 coef = np.zeros(cap)
                 G = _grow_square(G, cap)
                 B = _grow_square(B, cap + 1)
-            if kkt_insert(M, N, NZ, nnz, G, B, theta, p, k, m, nv, th, prob, dep_tol, coef):
+            if kkt_insert(IDX, VAL, nnz, N, G, B, theta, p, k, m, nv, th, prob, dep_tol,
+                          coef):
                 for t in range(n_row):
                     H[k, t] = row[t]
                 k += 1
@@ -491,7 +521,7 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
                 p[i] = p[i] - t_min * coef[i]
             p[j] = 0.0
             prob += t_min
-            k = _remove_nonpositive(M, N, NZ, nnz, G, B, theta, p, H, k)
+            k = _remove_nonpositive(IDX, VAL, nnz, N, G, B, theta, p, H, k)
         if n_iter == 0:
             # Normalise the starting distribution (a single structure).
             s = 0.0
@@ -499,7 +529,7 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
                 s += p[i]
             for i in range(k):
                 p[i] /= s
-    return M, N, H, theta, p, k, n_iter, gap, converged, 0
+    return IDX, VAL, nnz, N, H, theta, p, k, n_iter, gap, converged, 0
 
 
 @njit
@@ -507,16 +537,16 @@ def active_set_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
     """The whole active-set solver for non-projective dependency trees.
 
     ``_active_set_loop`` with Chu-Liu-Edmonds as the oracle (``eta_u`` the
-    flat arc scores of ``n`` words). Returns the support (``M`` unary
-    indicator rows, ``H`` head rows, ``theta``, ``p``, with ``k`` rows in
-    use), ``n_iter``, the gap, whether it converged, and the status of
+    flat arc scores of ``n`` words). Returns the support (``IDX, VAL,
+    nnz`` the sparse unary indicator rows, ``H`` head rows, ``theta``,
+    ``p``, with ``k`` rows in use), ``n_iter``, the gap, whether it converged, and the status of
     ``_active_set_loop`` (1: no tree of finite score exists).
     """
-    M, N, H, theta, p, k, n_iter, gap, converged, status = _active_set_loop(
+    IDX, VAL, nnz, _, H, theta, p, k, n_iter, gap, converged, status = _active_set_loop(
         np.int64(_TREE), eta_u, np.zeros(0), n, np.int64(0), single_root, max_iter, tol,
         dep_tol,
     )
-    return M, H, theta, p, k, n_iter, gap, converged, status
+    return IDX, VAL, nnz, H, theta, p, k, n_iter, gap, converged, status
 
 
 @njit
@@ -527,11 +557,11 @@ def active_set_projective_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
     and returns as :func:`active_set_tree` (status 1: no projective tree of
     finite score exists).
     """
-    M, N, H, theta, p, k, n_iter, gap, converged, status = _active_set_loop(
+    IDX, VAL, nnz, _, H, theta, p, k, n_iter, gap, converged, status = _active_set_loop(
         np.int64(_PTREE), eta_u, np.zeros(0), n, np.int64(0), single_root, max_iter, tol,
         dep_tol,
     )
-    return M, H, theta, p, k, n_iter, gap, converged, status
+    return IDX, VAL, nnz, H, theta, p, k, n_iter, gap, converged, status
 
 
 @njit
@@ -541,8 +571,9 @@ def active_set_sequence(unary_eta, trans, max_iter, tol, dep_tol):
     ``unary_eta`` is the ``(n, K)`` unary scores with the start and end
     scores already added to the first and last rows, ``trans`` the ``(K,
     K)`` transitions (``-inf`` forbids a part); the oracle is ``viterbi``.
-    Returns the support (``M`` one-hot rows, ``N`` transition-count rows,
-    ``Y`` label rows, ``theta``, ``p``, with ``k`` rows in use),
+    Returns the support (``IDX, VAL, nnz`` the sparse one-hot rows, ``N``
+    transition-count rows, ``Y`` label rows, ``theta``, ``p``, with ``k``
+    rows in use),
     ``n_iter``, the gap, whether it converged, and the status of
     ``_active_set_loop`` (0 solved, 1 no sequence of finite score, 2 the
     MAP score overflows).
@@ -568,8 +599,9 @@ def sparsemap_sequence_parts(unary_eta, trans, max_iter, tol, dep_tol, mu_out, x
     sequence of finite score exists (if not, ``mu_out`` is zero, ``xi_out``
     unchanged and the two terms are ``-inf`` and 0).
     """
-    M, N, Y, theta, p, k, n_iter, gap, converged, status = active_set_sequence(
-        unary_eta, trans, max_iter, tol, dep_tol
+    out = active_set_sequence(unary_eta, trans, max_iter, tol, dep_tol)
+    Y, theta, p, k, n_iter, converged, status = (
+        out[4], out[5], out[6], out[7], out[8], out[10], out[11]
     )
     n, K = unary_eta.shape
     for i in range(n):
@@ -611,13 +643,10 @@ def active_set_arc_scores(S, projective, single_root, max_iter, tol, dep_tol):
             elif h > m:
                 eta[base + h - 1] = S[h, m]
     if projective:
-        M, H, theta, p, k, n_iter, gap, converged, status = active_set_projective_tree(
-            eta, n, single_root, max_iter, tol, dep_tol
-        )
+        out = active_set_projective_tree(eta, n, single_root, max_iter, tol, dep_tol)
     else:
-        M, H, theta, p, k, n_iter, gap, converged, status = active_set_tree(
-            eta, n, single_root, max_iter, tol, dep_tol
-        )
+        out = active_set_tree(eta, n, single_root, max_iter, tol, dep_tol)
+    H, theta, p, k, converged, status = out[3], out[4], out[5], out[6], out[9], out[10]
     return H, p, theta, k, converged, status
 
 
