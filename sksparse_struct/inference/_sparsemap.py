@@ -246,8 +246,8 @@ class _Support:
     parts (``n^2``). Rows live in arrays grown by doubling (and widened when
     a structure has more nonzeros than any before); removal moves the last
     row into the freed slot. With ``kkt=True`` (active set) the compiled
-    kernels of ``_sparsemap_fast`` also maintain the Gram matrix ``G`` and
-    the inverse ``B`` of the bordered KKT matrix, in ``O(k^2 + k w)`` per
+    kernels of ``_sparsemap_fast`` also maintain the inverse ``B`` of the
+    bordered KKT matrix, in ``O(k^2 + k w)`` per
     change (``w`` nonzeros per row); Python only mirrors the values and keys.
     """
 
@@ -266,7 +266,6 @@ class _Support:
         self.where = {}  # key -> position, to find duplicates in O(1)
         self.kkt = kkt
         if kkt:
-            self.G = np.zeros((cap, cap))
             self.B = np.zeros((cap + 1, cap + 1))
             self.coef = np.zeros(cap)
 
@@ -284,9 +283,6 @@ class _Support:
             new[:k] = old[:k]
             setattr(self, name, new)
         if self.kkt:
-            G = np.zeros((cap, cap))
-            G[:k, :k] = self.G[:k, :k]
-            self.G = G
             B = np.zeros((cap + 1, cap + 1))
             B[: k + 1, : k + 1] = self.B[: k + 1, : k + 1]
             self.B = B
@@ -314,7 +310,7 @@ class _Support:
         k = self.k
         if self.kkt:
             inserted = kkt_insert(
-                self.IDX, self.VAL, self.nnz, self.N, self.G, self.B, self.theta, self.p,
+                self.IDX, self.VAL, self.nnz, self.N, self.B, self.theta, self.p,
                 k, m, n, theta, prob, _DEPENDENT_TOL, self.coef,
             )
             if not inserted:
@@ -339,7 +335,7 @@ class _Support:
         del self.where[self.keys[j]]
         if self.kkt:
             kkt_delete(
-                self.IDX, self.VAL, self.nnz, self.N, self.G, self.B, self.theta, self.p,
+                self.IDX, self.VAL, self.nnz, self.N, self.B, self.theta, self.p,
                 self.k, j,
             )
         elif j != last:
@@ -529,7 +525,7 @@ def _solve_active_set(structure, parts, start, max_iter, tol):
     for n_iter in range(1, max_iter + 1):
         # Relaxed QP (eq. 4.9); if infeasible, the step of eq. 4.10.
         blocking, gamma = relaxed_step(
-            support.IDX, support.VAL, support.nnz, support.G, support.B, support.theta,
+            support.IDX, support.VAL, support.nnz, support.B, support.theta,
             support.p, support.k, u,
         )
         if blocking >= 0:

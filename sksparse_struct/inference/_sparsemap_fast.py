@@ -4,20 +4,22 @@ The active set keeps, for the ``k`` structures of the current support, their
 unary indicator vectors as sparse rows (``IDX[i, :nnz[i]]`` the parts the
 ``i``-th structure uses, in increasing order, ``VAL[i, :nnz[i]]`` the
 indicator values there), their higher-order rows ``N[:k]``, scores
-``theta[:k]``, probabilities ``p[:k]``, the Gram matrix ``G`` of the
-unary rows and the
-inverse ``B`` of the bordered KKT matrix of thesis eq. 4.9,
-``[[0, 1^T], [1, G]]`` (index 0 is the multiplier ``tau``, index ``i + 1``
-the ``i``-th structure). A structure uses few of the parts (a tree on ``n``
-words uses ``n`` of its ``n^2`` arcs), so the support takes ``O(k w)``
-memory for rows of ``w`` nonzeros, not ``O(k n_parts)``: every operation
-the active set needs is an inner product of two indicator vectors (the Gram
-matrix, the score of a structure under ``u``) or a scatter-add of rows into
-the posterior ``u``, each ``O(w)`` per row. These kernels update the support
-in ``O(k^2 + k w)`` per change, so the Python loop around the MAP oracle
-only does a few calls per iteration. No validation: the caller passes
-C-contiguous arrays with capacity for one more structure than ``k`` and rows
-wide enough for the structure's nonzeros.
+``theta[:k]``, probabilities ``p[:k]`` and the inverse ``B`` of the bordered
+KKT matrix of thesis eq. 4.9, ``[[0, 1^T], [1, G]]`` with ``G = M M^T`` the
+Gram matrix of the unary rows ``M`` (index 0 is the multiplier ``tau``,
+index ``i + 1`` the ``i``-th structure); ``G`` itself is not stored.
+
+A structure uses few of the parts (a tree on ``n`` words uses ``n`` of its
+``n^2`` arcs), so the support takes ``O(k w)`` memory for rows of ``w``
+nonzeros, not ``O(k n_parts)``, plus ``O(k^2)`` for ``B``: every operation
+the active set needs is an inner product of two indicator vectors (a row of
+``G``, the score of a structure under ``u``) or a scatter-add of rows into a
+dense vector of the parts (the posterior ``u``, or ``G x`` as ``M (M^T
+x)``), each ``O(w)`` per row. These kernels update the support in ``O(k^2 +
+k w)`` per change, so the Python loop around the MAP oracle only does a few
+calls per iteration. No validation: the caller passes C-contiguous arrays
+with capacity for one more structure than ``k`` and rows wide enough for the
+structure's nonzeros.
 """
 
 import numpy as np
@@ -67,7 +69,7 @@ def count_nonzero(m):
 
 
 @njit
-def kkt_insert(IDX, VAL, nnz, N, G, B, theta, p, k, m, n, th, prob, dep_tol, coef):
+def kkt_insert(IDX, VAL, nnz, N, B, theta, p, k, m, n, th, prob, dep_tol, coef):
     """Append a structure to the support, or report that it is dependent.
 
     ``m`` is the new structure's dense unary indicator vector (its nonzeros
@@ -84,8 +86,8 @@ def kkt_insert(IDX, VAL, nnz, N, G, B, theta, p, k, m, n, th, prob, dep_tol, coe
     for a in range(n_u):
         if m[a] != 0.0:
             gm += m[a] * m[a]
-    # Gram row: each support row against the dense m, over the row's nonzeros
-    # (in index order: the same sum as over m's nonzeros, to the last bit).
+    # Row of the Gram matrix: each support row against the dense m, over the
+    # row's nonzeros in index order.
     b = np.empty(k)
     for i in range(k):
         s = 0.0
@@ -120,10 +122,6 @@ def kkt_insert(IDX, VAL, nnz, N, G, B, theta, p, k, m, n, th, prob, dep_tol, coe
             B[r, k + 1] = -wr
             B[k + 1, r] = -wr
         B[k + 1, k + 1] = inv
-    for c in range(k):
-        G[k, c] = b[c]
-        G[c, k] = b[c]
-    G[k, k] = gm
     t = 0
     for a in range(n_u):
         if m[a] != 0.0:
@@ -139,7 +137,7 @@ def kkt_insert(IDX, VAL, nnz, N, G, B, theta, p, k, m, n, th, prob, dep_tol, coe
 
 
 @njit
-def kkt_delete(IDX, VAL, nnz, N, G, B, theta, p, k, j):
+def kkt_delete(IDX, VAL, nnz, N, B, theta, p, k, j):
     """Remove structure ``j`` of ``k``: the last one moves into slot ``j``.
 
     ``B`` loses the corresponding row and column by the downdating formula
@@ -155,10 +153,6 @@ def kkt_delete(IDX, VAL, nnz, N, G, B, theta, p, k, j):
             N[j, a] = N[last, a]
         theta[j] = theta[last]
         p[j] = p[last]
-        for c in range(k):
-            G[j, c], G[last, c] = G[last, c], G[j, c]
-        for r in range(k):
-            G[r, j], G[r, last] = G[r, last], G[r, j]
     bordered_inverse_delete(B, j, last)
 
 
@@ -187,16 +181,19 @@ def bordered_inverse_delete(B, j, last):
 
 
 @njit
-def relaxed_step(IDX, VAL, nnz, G, B, theta, p, k, u):
+def relaxed_step(IDX, VAL, nnz, B, theta, p, k, u):
     """One active-set step on the support (thesis Alg. 1, lines 3-14).
 
-    Solves the relaxed QP of eq. 4.9 through ``B`` (plus one step of
-    iterative refinement with the explicit KKT matrix). If the solution
+    Solves the relaxed QP of eq. 4.9 through ``B`` plus one step of iterative
+    refinement with the KKT matrix itself (its Gram block applied as ``M (M^T
+    x)`` through the sparse rows, with ``u`` as the dense work vector), which
+    corrects the rounding that the updates of ``B`` accumulate. If the solution
     ``p_hat`` has a negative entry, moves ``p`` towards it by the step of
     eq. 4.10, sets the blocking coordinate to exactly 0 and returns its index.
     Otherwise sets ``p = p_hat``, writes the posterior ``u = sum_i p_i m_i``
     (a scatter-add of the sparse rows) and returns -1.
-    Also returns the step size (1 for the full step).
+    Also returns the step size (1 for the full step). ``u`` is overwritten
+    in either case.
     """
     x = np.empty(k + 1)
     rhs = np.empty(k + 1)
@@ -208,16 +205,22 @@ def relaxed_step(IDX, VAL, nnz, G, B, theta, p, k, u):
         for c in range(k + 1):
             s += B[r, c] * rhs[c]
         x[r] = s
-    # residual of [[0, 1^T], [1, G]] x = rhs
+    # residual of [[0, 1^T], [1, G]] x = rhs, with G x = M (M^T x)
     res = np.empty(k + 1)
     s = 0.0
     for i in range(k):
         s += x[i + 1]
     res[0] = rhs[0] - s
+    for a in range(u.shape[0]):
+        u[a] = 0.0
+    for i in range(k):
+        xi = x[i + 1]
+        for t in range(nnz[i]):
+            u[IDX[i, t]] += xi * VAL[i, t]
     for i in range(k):
         s = x[0]
-        for c in range(k):
-            s += G[i, c] * x[c + 1]
+        for t in range(nnz[i]):
+            s += VAL[i, t] * u[IDX[i, t]]
         res[i + 1] = rhs[i + 1] - s
     for r in range(k + 1):
         s = 0.0
@@ -292,8 +295,8 @@ _PTREE = 2
 
 
 @njit
-def _remove(IDX, VAL, nnz, N, G, B, theta, p, H, k, j):
-    kkt_delete(IDX, VAL, nnz, N, G, B, theta, p, k, j)
+def _remove(IDX, VAL, nnz, N, B, theta, p, H, k, j):
+    kkt_delete(IDX, VAL, nnz, N, B, theta, p, k, j)
     last = k - 1
     if j != last:
         for t in range(H.shape[1]):
@@ -302,11 +305,11 @@ def _remove(IDX, VAL, nnz, N, G, B, theta, p, H, k, j):
 
 
 @njit
-def _remove_nonpositive(IDX, VAL, nnz, N, G, B, theta, p, H, k):
+def _remove_nonpositive(IDX, VAL, nnz, N, B, theta, p, H, k):
     # Same order as the Python loop: highest index first.
     for j in range(k - 1, -1, -1):
         if p[j] <= 0.0:
-            k = _remove(IDX, VAL, nnz, N, G, B, theta, p, H, k, j)
+            k = _remove(IDX, VAL, nnz, N, B, theta, p, H, k, j)
     return k
 
 
@@ -406,7 +409,6 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
     VAL = np.zeros((cap, width))
     N = np.zeros((cap, n_v))
     nnz = np.zeros(cap, dtype=np.int64)
-    G = np.zeros((cap, cap))
     B = np.zeros((cap + 1, cap + 1))
     theta = np.zeros(cap)
     p = np.zeros(cap)
@@ -442,7 +444,7 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
                 break
             n_iter += 1
             # Relaxed QP (eq. 4.9); if infeasible, the step of eq. 4.10.
-            blocking, gamma = relaxed_step(IDX, VAL, nnz, G, B, theta, p, k, u)
+            blocking, gamma = relaxed_step(IDX, VAL, nnz, B, theta, p, k, u)
             if blocking >= 0:
                 if gamma == 0.0:
                     for t in range(n_row):
@@ -450,9 +452,9 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
                     has_dropped = True
                 else:
                     has_dropped = False
-                k = _remove_nonpositive(IDX, VAL, nnz, N, G, B, theta, p, H, k)
+                k = _remove_nonpositive(IDX, VAL, nnz, N, B, theta, p, H, k)
                 continue
-            k = _remove_nonpositive(IDX, VAL, nnz, N, G, B, theta, p, H, k)
+            k = _remove_nonpositive(IDX, VAL, nnz, N, B, theta, p, H, k)
             for a in range(n_u):
                 w[a] = eta_u[a] - u[a]
             if not _oracle(kind, w, eta_v, n, K, single_root, row, m, nv, work, f_mat,
@@ -499,10 +501,8 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
                 theta = _grow_vec(theta, cap)
                 p = _grow_vec(p, cap)
                 coef = np.zeros(cap)
-                G = _grow_square(G, cap)
                 B = _grow_square(B, cap + 1)
-            if kkt_insert(IDX, VAL, nnz, N, G, B, theta, p, k, m, nv, th, prob, dep_tol,
-                          coef):
+            if kkt_insert(IDX, VAL, nnz, N, B, theta, p, k, m, nv, th, prob, dep_tol, coef):
                 for t in range(n_row):
                     H[k, t] = row[t]
                 k += 1
@@ -521,7 +521,7 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
                 p[i] = p[i] - t_min * coef[i]
             p[j] = 0.0
             prob += t_min
-            k = _remove_nonpositive(IDX, VAL, nnz, N, G, B, theta, p, H, k)
+            k = _remove_nonpositive(IDX, VAL, nnz, N, B, theta, p, H, k)
         if n_iter == 0:
             # Normalise the starting distribution (a single structure).
             s = 0.0
