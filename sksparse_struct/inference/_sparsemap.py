@@ -258,8 +258,9 @@ class _Support:
     change (``w`` nonzeros per row); Python only mirrors the values and keys.
     """
 
-    def __init__(self, n_u, n_v, kkt):
+    def __init__(self, n_u, n_v, kkt, max_rows=None):
         cap = 16
+        self.max_rows = max_rows  # rows the support can ever need (None: unknown)
         self.k = 0
         self.n_u = n_u
         self.IDX = np.zeros((cap, 1), dtype=np.int64)
@@ -277,8 +278,11 @@ class _Support:
             self.coef = np.zeros(cap)
 
     def _grow(self):
-        cap = 2 * self.IDX.shape[0]
         k = self.k
+        cap = 2 * self.IDX.shape[0]
+        if self.max_rows is not None:
+            # The (cap + 1)^2 inverse dominates the memory of large supports.
+            cap = max(k + 1, min(cap, self.max_rows))
         for name in ("IDX", "VAL", "N"):
             old = getattr(self, name)
             new = np.zeros((cap, old.shape[1]), dtype=old.dtype)
@@ -533,7 +537,8 @@ def _add_active(support, vert, prob):
 
 def _solve_active_set(structure, parts, start, max_iter, tol):
     n_u, n_v = parts.eta_u.shape[0], parts.eta_v.shape[0]
-    support = _Support(n_u, n_v, kkt=True)
+    # One structure enters per iteration: at most max_iter + len(start).
+    support = _Support(n_u, n_v, kkt=True, max_rows=max_iter + len(start))
     total = sum(prob for _, prob in start)
     for vert, prob in start:
         _add_active(support, vert, prob / total)

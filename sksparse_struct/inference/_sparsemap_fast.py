@@ -492,7 +492,10 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
         # Add the structure, pivoting out dependent ones (see _add_active).
         while True:
             if k == IDX.shape[0]:
-                cap = 2 * IDX.shape[0]
+                # Doubling, but never past the max_iter + 1 structures the
+                # support can reach: the (cap + 1)^2 inverse dominates the
+                # memory of large supports.
+                cap = max(k + 1, min(2 * IDX.shape[0], max_iter + 2))
                 IDX = _grow_rows(IDX, cap)
                 VAL = _grow_rows(VAL, cap)
                 N = _grow_rows(N, cap)
