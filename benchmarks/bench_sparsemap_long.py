@@ -13,9 +13,8 @@ single root, the default active set with its default ``max_iter`` and
 - wall-clock time of one solve (the kernels are compiled, or loaded from
   numba's cache, by a solve on a 5-word sentence first);
 - peak memory allocated during the solve (``tracemalloc``, which sees
-  numpy's and numba's allocations; the scores themselves are allocated
-  before), in a second, traced solve, and the peak resident set size of the
-  process;
+  numpy's allocations and those of numba's compiled code; the scores
+  themselves are allocated before), in a second, traced solve;
 - iterations, support size, whether the gap reached the tolerance, and the
   final Wolfe gap.
 
@@ -51,7 +50,7 @@ SIZES = [50, 100, 200, 500, 1000]
 PARSER_EPOCHS = 5
 
 _SOLVE = r"""
-import json, resource, sys, time, tracemalloc, warnings
+import json, sys, time, tracemalloc, warnings
 import numpy as np
 from sksparse_struct.inference import sparsemap
 from sksparse_struct.structures import DependencyTree
@@ -70,7 +69,6 @@ with warnings.catch_warnings():
     tracemalloc.stop()
 print(json.dumps({{
     "seconds": seconds, "peak_mb": peak / 2**20,
-    "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10,
     "n_iter": res.n_iter, "support": len(res.probabilities),
     "converged": res.converged, "gap": res.gap, "objective": res.objective,
 }}))
@@ -130,8 +128,8 @@ def main(argv=None):
     kinds = {"normal": {n: normal_scores(n) for n in args.sizes}}
     if not args.no_parser:
         kinds["parser"] = parser_scores(args.sizes)
-    header = ["scores", "n", "seconds", "peak MB", "RSS MB", "iterations", "support",
-              "converged", "gap"]
+    header = ["scores", "n", "seconds", "peak MB", "iterations", "support", "converged",
+              "gap"]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "scores.npz")
@@ -141,17 +139,16 @@ def main(argv=None):
             for n in by_n:
                 r = solve_in_subprocess(path, f"{kind}_{n}", args.timeout)
                 if "error" in r:
-                    rows.append([kind, n, r["error"]] + [""] * 6)
+                    rows.append([kind, n, r["error"]] + [""] * 5)
                 else:
                     rows.append([kind, n, fmt(r["seconds"]), fmt(r["peak_mb"]),
-                                 fmt(r["rss_mb"]), r["n_iter"], r["support"],
+                                 r["n_iter"], r["support"],
                                  "yes" if r["converged"] else "NO", f"{r['gap']:.1e}"])
                 print(" ".join(map(str, rows[-1])), file=sys.stderr, flush=True)
     print("sparsemap(DependencyTree(), scores): non-projective, single root, active set "
           "with the default max_iter and tol; one solve per row in a fresh process. "
           "seconds: wall clock of the solve; peak MB: largest memory allocated during "
-          "the solve (tracemalloc); RSS MB: peak resident set of the process (numba and "
-          "LLVM included); gap: final Wolfe gap")
+          "the solve (tracemalloc); gap: final Wolfe gap")
     print()
     print(rst_table(header, rows))
 

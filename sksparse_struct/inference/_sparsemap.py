@@ -17,7 +17,11 @@ The active-set solver (thesis Alg. 1) maintains the inverse of the bordered KKT
 matrix of eq. 4.9 and updates it in ``O(k^2)`` (``k`` = support size) when a
 structure enters or leaves the support; that bookkeeping and the relaxed solve
 run in the compiled kernels of ``_sparsemap_fast``, so each iteration costs one
-oracle call plus two kernel calls. For
+oracle call plus two kernel calls. Every solver stores the support's indicator
+vectors as sparse rows (the parts a structure uses and their values), and
+computes what it needs from them (inner products, the posterior) over their
+nonzeros: a tree on ``n`` words costs ``O(n)``, not ``O(n^2)``, and a result
+keeps its support as a ``scipy.sparse`` matrix. For
 :class:`~sksparse_struct.structures.DependencyTree` and for
 :class:`~sksparse_struct.structures.Sequence` (no warm start) the whole
 active-set loop runs in one compiled call (``active_set_tree`` with
