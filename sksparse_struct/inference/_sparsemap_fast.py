@@ -59,16 +59,6 @@ def support_terms(theta, p, k, u):
 
 
 @njit
-def count_nonzero(m):
-    """Number of nonzero entries of ``m`` (the row width a structure needs)."""
-    c = 0
-    for a in range(m.shape[0]):
-        if m[a] != 0.0:
-            c += 1
-    return c
-
-
-@njit
 def kkt_insert(IDX, VAL, nnz, N, B, theta, p, k, m, n, th, prob, dep_tol, coef):
     """Append a structure to the support, or report that it is dependent.
 
@@ -268,13 +258,6 @@ def _grow_vec(a, cap):
 
 
 @njit
-def _grow_cols(A, width):
-    out = np.zeros((A.shape[0], width), dtype=A.dtype)
-    out[:, : A.shape[1]] = A
-    return out
-
-
-@njit
 def _grow_square(A, cap):
     out = np.zeros((cap, cap))
     out[: A.shape[0], : A.shape[1]] = A
@@ -403,7 +386,8 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
         n_cle = 0
         n_eis = 0
     cap = 16
-    # Unary rows, sparse: a tree or a label sequence uses n parts.
+    # Unary rows, sparse: a tree (n arcs) and a label sequence (n labels) use
+    # exactly n parts each, so rows of width n never need to grow.
     width = max(n, 1)
     IDX = np.zeros((cap, width), dtype=np.int64)
     VAL = np.zeros((cap, width))
@@ -485,10 +469,6 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
             has_dropped = False
             prob = 0.0
         first = False
-        width_needed = count_nonzero(m)
-        if width_needed > IDX.shape[1]:
-            IDX = _grow_cols(IDX, width_needed)
-            VAL = _grow_cols(VAL, width_needed)
         # Add the structure, pivoting out dependent ones (see _add_active).
         while True:
             if k == IDX.shape[0]:
