@@ -696,10 +696,8 @@ class SparseMAPParser(BaseEstimator):
         return out
 
     def _sparsemap(self, structure, S):
-        # Not the training budget (SPARSEMAP_OPTIONS.max_iter): the active set
-        # needs more iterations on longer sentences, and sparsemap's default
-        # limit grows with the sentence.
-        return sparsemap(structure, S, tol=SPARSEMAP_OPTIONS.tol)
+        return sparsemap(structure, S, max_iter=SPARSEMAP_OPTIONS.max_iter,
+                         tol=SPARSEMAP_OPTIONS.tol)
 
     def predict_sparse(self, X):
         """The SparseMAP distribution over trees of every sentence.
