@@ -1,15 +1,25 @@
 """Numba kernels for the active-set bookkeeping of SparseMAP.
 
 The active set keeps, for the ``k`` structures of the current support, their
-unary indicator rows ``M[:k]`` (and higher-order rows ``N[:k]``), scores
-``theta[:k]``, probabilities ``p[:k]``, the Gram matrix ``G = M M^T`` and the
-inverse ``B`` of the bordered KKT matrix of thesis eq. 4.9,
-``[[0, 1^T], [1, G]]`` (index 0 is the multiplier ``tau``, index ``i + 1``
-the ``i``-th structure), and the positions of the nonzero entries of each
-row, ``NZ[i, :nnz[i]]`` (indicator vectors are sparse). These kernels update them in ``O(k^2 + k n_parts)``
-per change, so the Python loop around the MAP oracle only does a few calls
-per iteration. No validation: the caller passes C-contiguous float64 arrays
-with capacity for one more structure than ``k``.
+unary indicator vectors as sparse rows (``IDX[i, :nnz[i]]`` the parts the
+``i``-th structure uses, in increasing order, ``VAL[i, :nnz[i]]`` the
+indicator values there), their higher-order rows ``N[:k]``, scores
+``theta[:k]``, probabilities ``p[:k]`` and the inverse ``B`` of the bordered
+KKT matrix of thesis eq. 4.9, ``[[0, 1^T], [1, G]]`` with ``G = M M^T`` the
+Gram matrix of the unary rows ``M`` (index 0 is the multiplier ``tau``,
+index ``i + 1`` the ``i``-th structure); ``G`` itself is not stored.
+
+A structure uses few of the parts (a tree on ``n`` words uses ``n`` of its
+``n^2`` arcs), so the support takes ``O(k w)`` memory for rows of ``w``
+nonzeros, not ``O(k n_parts)``, plus ``O(k^2)`` for ``B``: every operation
+the active set needs is an inner product of two indicator vectors (a row of
+``G``, the score of a structure under ``u``) or a scatter-add of rows into a
+dense vector of the parts (the posterior ``u``, or ``G x`` as ``M (M^T
+x)``), each ``O(w)`` per row. These kernels update the support in ``O(k^2 +
+k w)`` per change, so the Python loop around the MAP oracle only does a few
+calls per iteration. No validation: the caller passes C-contiguous arrays
+with capacity for one more structure than ``k`` and rows wide enough for the
+structure's nonzeros.
 """
 
 import numpy as np
@@ -49,33 +59,30 @@ def support_terms(theta, p, k, u):
 
 
 @njit
-def kkt_insert(M, N, NZ, nnz, G, B, theta, p, k, m, n, th, prob, dep_tol, coef):
+def kkt_insert(IDX, VAL, nnz, N, B, theta, p, k, m, n, th, prob, dep_tol, coef):
     """Append a structure to the support, or report that it is dependent.
 
-    The Schur complement of the new row of the KKT matrix is the squared
-    distance from ``m`` to the affine hull of ``M[:k]``. If it is at most
-    ``dep_tol * max(1, ||m||^2)`` the KKT matrix would be singular: nothing is
-    changed, the affine coefficients of ``m`` (summing to 1) are written to
-    ``coef[:k]`` and 0 is returned. Otherwise the structure becomes row
-    ``k``, ``B`` is updated by the bordering formula and 1 is returned.
+    ``m`` is the new structure's dense unary indicator vector (its nonzeros
+    must fit in a row of ``IDX``). The Schur complement of the new row of
+    the KKT matrix is the squared distance from ``m`` to the affine hull of
+    the support. If it is at most ``dep_tol * max(1, ||m||^2)`` the KKT
+    matrix would be singular: nothing is changed, the affine coefficients of
+    ``m`` (summing to 1) are written to ``coef[:k]`` and 0 is returned.
+    Otherwise the structure becomes row ``k`` (stored sparse), ``B`` is
+    updated by the bordering formula and 1 is returned.
     """
-    n_u = M.shape[1]
-    # Indicator vectors are sparse (a tree uses n of its n^2 arcs): the Gram
-    # row only needs the parts m uses.
-    used = np.empty(n_u, dtype=np.int64)
-    n_used = 0
+    n_u = m.shape[0]
     gm = 0.0
     for a in range(n_u):
         if m[a] != 0.0:
-            used[n_used] = a
-            n_used += 1
             gm += m[a] * m[a]
+    # Row of the Gram matrix: each support row against the dense m, over the
+    # row's nonzeros in index order.
     b = np.empty(k)
     for i in range(k):
         s = 0.0
-        for t in range(n_used):
-            a = used[t]
-            s += M[i, a] * m[a]
+        for t in range(nnz[i]):
+            s += VAL[i, t] * m[IDX[i, t]]
         b[i] = s
     if k == 0:
         B[0, 0] = -gm
@@ -105,15 +112,13 @@ def kkt_insert(M, N, NZ, nnz, G, B, theta, p, k, m, n, th, prob, dep_tol, coef):
             B[r, k + 1] = -wr
             B[k + 1, r] = -wr
         B[k + 1, k + 1] = inv
-    for c in range(k):
-        G[k, c] = b[c]
-        G[c, k] = b[c]
-    G[k, k] = gm
+    t = 0
     for a in range(n_u):
-        M[k, a] = m[a]
-    for t in range(n_used):
-        NZ[k, t] = used[t]
-    nnz[k] = n_used
+        if m[a] != 0.0:
+            IDX[k, t] = a
+            VAL[k, t] = m[a]
+            t += 1
+    nnz[k] = t
     for a in range(N.shape[1]):
         N[k, a] = n[a]
     theta[k] = th
@@ -122,7 +127,7 @@ def kkt_insert(M, N, NZ, nnz, G, B, theta, p, k, m, n, th, prob, dep_tol, coef):
 
 
 @njit
-def kkt_delete(M, N, NZ, nnz, G, B, theta, p, k, j):
+def kkt_delete(IDX, VAL, nnz, N, B, theta, p, k, j):
     """Remove structure ``j`` of ``k``: the last one moves into slot ``j``.
 
     ``B`` loses the corresponding row and column by the downdating formula
@@ -130,19 +135,14 @@ def kkt_delete(M, N, NZ, nnz, G, B, theta, p, k, j):
     """
     last = k - 1
     if j != last:
-        for a in range(M.shape[1]):
-            M[j, a] = M[last, a]
         for t in range(nnz[last]):
-            NZ[j, t] = NZ[last, t]
+            IDX[j, t] = IDX[last, t]
+            VAL[j, t] = VAL[last, t]
         nnz[j] = nnz[last]
         for a in range(N.shape[1]):
             N[j, a] = N[last, a]
         theta[j] = theta[last]
         p[j] = p[last]
-        for c in range(k):
-            G[j, c], G[last, c] = G[last, c], G[j, c]
-        for r in range(k):
-            G[r, j], G[r, last] = G[r, last], G[r, j]
     bordered_inverse_delete(B, j, last)
 
 
@@ -171,15 +171,19 @@ def bordered_inverse_delete(B, j, last):
 
 
 @njit
-def relaxed_step(M, NZ, nnz, G, B, theta, p, k, u):
+def relaxed_step(IDX, VAL, nnz, B, theta, p, k, u):
     """One active-set step on the support (thesis Alg. 1, lines 3-14).
 
-    Solves the relaxed QP of eq. 4.9 through ``B`` (plus one step of
-    iterative refinement with the explicit KKT matrix). If the solution
+    Solves the relaxed QP of eq. 4.9 through ``B`` plus one step of iterative
+    refinement with the KKT matrix itself (its Gram block applied as ``M (M^T
+    x)`` through the sparse rows, with ``u`` as the dense work vector), which
+    corrects the rounding that the updates of ``B`` accumulate. If the solution
     ``p_hat`` has a negative entry, moves ``p`` towards it by the step of
     eq. 4.10, sets the blocking coordinate to exactly 0 and returns its index.
-    Otherwise sets ``p = p_hat``, writes ``u = M^T p`` and returns -1.
-    Also returns the step size (1 for the full step).
+    Otherwise sets ``p = p_hat``, writes the posterior ``u = sum_i p_i m_i``
+    (a scatter-add of the sparse rows) and returns -1.
+    Also returns the step size (1 for the full step). ``u`` is overwritten
+    in either case.
     """
     x = np.empty(k + 1)
     rhs = np.empty(k + 1)
@@ -191,16 +195,22 @@ def relaxed_step(M, NZ, nnz, G, B, theta, p, k, u):
         for c in range(k + 1):
             s += B[r, c] * rhs[c]
         x[r] = s
-    # residual of [[0, 1^T], [1, G]] x = rhs
+    # residual of [[0, 1^T], [1, G]] x = rhs, with G x = M (M^T x)
     res = np.empty(k + 1)
     s = 0.0
     for i in range(k):
         s += x[i + 1]
     res[0] = rhs[0] - s
+    for a in range(u.shape[0]):
+        u[a] = 0.0
+    for i in range(k):
+        xi = x[i + 1]
+        for t in range(nnz[i]):
+            u[IDX[i, t]] += xi * VAL[i, t]
     for i in range(k):
         s = x[0]
-        for c in range(k):
-            s += G[i, c] * x[c + 1]
+        for t in range(nnz[i]):
+            s += VAL[i, t] * u[IDX[i, t]]
         res[i + 1] = rhs[i + 1] - s
     for r in range(k + 1):
         s = 0.0
@@ -223,14 +233,13 @@ def relaxed_step(M, NZ, nnz, G, B, theta, p, k, u):
         return blocking, gamma
     for i in range(k):
         p[i] = x[i + 1]
-    for a in range(M.shape[1]):
+    for a in range(u.shape[0]):
         u[a] = 0.0
     for i in range(k):
         pi = p[i]
         if pi != 0.0:
             for t in range(nnz[i]):
-                a = NZ[i, t]
-                u[a] += pi * M[i, a]
+                u[IDX[i, t]] += pi * VAL[i, t]
     return -1, 1.0
 
 
@@ -275,8 +284,8 @@ _PTREE = 2
 
 
 @njit
-def _remove(M, N, NZ, nnz, G, B, theta, p, H, k, j):
-    kkt_delete(M, N, NZ, nnz, G, B, theta, p, k, j)
+def _remove(IDX, VAL, nnz, N, B, theta, p, H, k, j):
+    kkt_delete(IDX, VAL, nnz, N, B, theta, p, k, j)
     last = k - 1
     if j != last:
         for t in range(H.shape[1]):
@@ -285,11 +294,11 @@ def _remove(M, N, NZ, nnz, G, B, theta, p, H, k, j):
 
 
 @njit
-def _remove_nonpositive(M, N, NZ, nnz, G, B, theta, p, H, k):
+def _remove_nonpositive(IDX, VAL, nnz, N, B, theta, p, H, k):
     # Same order as the Python loop: highest index first.
     for j in range(k - 1, -1, -1):
         if p[j] <= 0.0:
-            k = _remove(M, N, NZ, nnz, G, B, theta, p, H, k, j)
+            k = _remove(IDX, VAL, nnz, N, B, theta, p, H, k, j)
     return k
 
 
@@ -358,10 +367,10 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
     identified by their rows in ``H`` (heads or labels), equivalent to
     comparing their indicator vectors.
 
-    Returns the support arrays (``M, N, H, theta, p`` with ``k`` rows in
-    use), ``n_iter``, the gap, whether it converged, and a status: 0 solved,
-    1 no structure has a finite score, 2 the MAP structure's score is not
-    finite (the sum overflows).
+    Returns the support arrays (``IDX, VAL, nnz``: the sparse unary rows;
+    ``N, H, theta, p``; ``k`` rows in use), ``n_iter``, the gap, whether it
+    converged, and a status: 0 solved, 1 no structure has a finite score, 2
+    the MAP structure's score is not finite (the sum overflows).
     """
     n_u = eta_u.shape[0]
     n_v = eta_v.shape[0]
@@ -383,11 +392,13 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
         n_cle = 0
         n_eis = 0
     cap = 16
-    M = np.zeros((cap, n_u))
+    # Unary rows, sparse: a tree (n arcs) and a label sequence (n labels) use
+    # exactly n parts each, so rows of width n never need to grow.
+    width = max(n, 1)
+    IDX = np.zeros((cap, width), dtype=np.int64)
+    VAL = np.zeros((cap, width))
     N = np.zeros((cap, n_v))
-    NZ = np.zeros((cap, n_u), dtype=np.int64)
     nnz = np.zeros(cap, dtype=np.int64)
-    G = np.zeros((cap, cap))
     B = np.zeros((cap + 1, cap + 1))
     theta = np.zeros(cap)
     p = np.zeros(cap)
@@ -406,12 +417,12 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
     has_dropped = False
     if not _oracle(kind, eta_u, eta_v, n, K, single_root, row, m, nv, work, f_mat, i_mat,
                    i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack):
-        return M, N, H, theta, p, 0, 0, np.inf, False, 1
+        return IDX, VAL, nnz, N, H, theta, p, 0, 0, np.inf, False, 1
     k = 0
     # As _vertex: unary then higher-order parts, never 0 * -inf.
     th = masked_dot(eta_u, m) + masked_dot(eta_v, nv)
     if not np.isfinite(th):
-        return M, N, H, theta, p, 0, 0, np.inf, False, 2
+        return IDX, VAL, nnz, N, H, theta, p, 0, 0, np.inf, False, 2
     prob = 1.0
     gap = np.inf
     converged = False
@@ -423,7 +434,7 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
                 break
             n_iter += 1
             # Relaxed QP (eq. 4.9); if infeasible, the step of eq. 4.10.
-            blocking, gamma = relaxed_step(M, NZ, nnz, G, B, theta, p, k, u)
+            blocking, gamma = relaxed_step(IDX, VAL, nnz, B, theta, p, k, u)
             if blocking >= 0:
                 if gamma == 0.0:
                     for t in range(n_row):
@@ -431,15 +442,15 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
                     has_dropped = True
                 else:
                     has_dropped = False
-                k = _remove_nonpositive(M, N, NZ, nnz, G, B, theta, p, H, k)
+                k = _remove_nonpositive(IDX, VAL, nnz, N, B, theta, p, H, k)
                 continue
-            k = _remove_nonpositive(M, N, NZ, nnz, G, B, theta, p, H, k)
+            k = _remove_nonpositive(IDX, VAL, nnz, N, B, theta, p, H, k)
             for a in range(n_u):
                 w[a] = eta_u[a] - u[a]
             if not _oracle(kind, w, eta_v, n, K, single_root, row, m, nv, work, f_mat,
                            i_mat, i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack):
                 # Only if sums of huge scores overflow; the generic loop raises.
-                return M, N, H, theta, p, k, n_iter, gap, False, 1
+                return IDX, VAL, nnz, N, H, theta, p, k, n_iter, gap, False, 1
             # The same operations, in the same order, as _vertex and
             # _linear_gap.
             th = masked_dot(eta_u, m) + masked_dot(eta_v, nv)
@@ -466,19 +477,21 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
         first = False
         # Add the structure, pivoting out dependent ones (see _add_active).
         while True:
-            if k == M.shape[0]:
-                cap = 2 * M.shape[0]
-                M = _grow_rows(M, cap)
+            if k == IDX.shape[0]:
+                # Doubling, but never past the max_iter + 1 structures the
+                # support can reach: the (cap + 1)^2 inverse dominates the
+                # memory of large supports.
+                cap = max(k + 1, min(2 * IDX.shape[0], max_iter + 2))
+                IDX = _grow_rows(IDX, cap)
+                VAL = _grow_rows(VAL, cap)
                 N = _grow_rows(N, cap)
-                NZ = _grow_rows(NZ, cap)
                 H = _grow_rows(H, cap)
                 nnz = _grow_vec(nnz, cap)
                 theta = _grow_vec(theta, cap)
                 p = _grow_vec(p, cap)
                 coef = np.zeros(cap)
-                G = _grow_square(G, cap)
                 B = _grow_square(B, cap + 1)
-            if kkt_insert(M, N, NZ, nnz, G, B, theta, p, k, m, nv, th, prob, dep_tol, coef):
+            if kkt_insert(IDX, VAL, nnz, N, B, theta, p, k, m, nv, th, prob, dep_tol, coef):
                 for t in range(n_row):
                     H[k, t] = row[t]
                 k += 1
@@ -497,7 +510,7 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
                 p[i] = p[i] - t_min * coef[i]
             p[j] = 0.0
             prob += t_min
-            k = _remove_nonpositive(M, N, NZ, nnz, G, B, theta, p, H, k)
+            k = _remove_nonpositive(IDX, VAL, nnz, N, B, theta, p, H, k)
         if n_iter == 0:
             # Normalise the starting distribution (a single structure).
             s = 0.0
@@ -505,7 +518,7 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
                 s += p[i]
             for i in range(k):
                 p[i] /= s
-    return M, N, H, theta, p, k, n_iter, gap, converged, 0
+    return IDX, VAL, nnz, N, H, theta, p, k, n_iter, gap, converged, 0
 
 
 @njit
@@ -513,16 +526,16 @@ def active_set_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
     """The whole active-set solver for non-projective dependency trees.
 
     ``_active_set_loop`` with Chu-Liu-Edmonds as the oracle (``eta_u`` the
-    flat arc scores of ``n`` words). Returns the support (``M`` unary
-    indicator rows, ``H`` head rows, ``theta``, ``p``, with ``k`` rows in
-    use), ``n_iter``, the gap, whether it converged, and the status of
+    flat arc scores of ``n`` words). Returns the support (``IDX, VAL,
+    nnz`` the sparse unary indicator rows, ``H`` head rows, ``theta``,
+    ``p``, with ``k`` rows in use), ``n_iter``, the gap, whether it converged, and the status of
     ``_active_set_loop`` (1: no tree of finite score exists).
     """
-    M, N, H, theta, p, k, n_iter, gap, converged, status = _active_set_loop(
+    IDX, VAL, nnz, _, H, theta, p, k, n_iter, gap, converged, status = _active_set_loop(
         _TREE, eta_u, np.zeros(0), n, np.int64(0), single_root, max_iter, tol,
         dep_tol,
     )
-    return M, H, theta, p, k, n_iter, gap, converged, status
+    return IDX, VAL, nnz, H, theta, p, k, n_iter, gap, converged, status
 
 
 @njit
@@ -533,11 +546,11 @@ def active_set_projective_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
     and returns as :func:`active_set_tree` (status 1: no projective tree of
     finite score exists).
     """
-    M, N, H, theta, p, k, n_iter, gap, converged, status = _active_set_loop(
+    IDX, VAL, nnz, _, H, theta, p, k, n_iter, gap, converged, status = _active_set_loop(
         _PTREE, eta_u, np.zeros(0), n, np.int64(0), single_root, max_iter, tol,
         dep_tol,
     )
-    return M, H, theta, p, k, n_iter, gap, converged, status
+    return IDX, VAL, nnz, H, theta, p, k, n_iter, gap, converged, status
 
 
 @njit
@@ -547,8 +560,9 @@ def active_set_sequence(unary_eta, trans, max_iter, tol, dep_tol):
     ``unary_eta`` is the ``(n, K)`` unary scores with the start and end
     scores already added to the first and last rows, ``trans`` the ``(K,
     K)`` transitions (``-inf`` forbids a part); the oracle is ``viterbi``.
-    Returns the support (``M`` one-hot rows, ``N`` transition-count rows,
-    ``Y`` label rows, ``theta``, ``p``, with ``k`` rows in use),
+    Returns the support (``IDX, VAL, nnz`` the sparse one-hot rows, ``N``
+    transition-count rows, ``Y`` label rows, ``theta``, ``p``, with ``k``
+    rows in use),
     ``n_iter``, the gap, whether it converged, and the status of
     ``_active_set_loop`` (0 solved, 1 no sequence of finite score, 2 the
     MAP score overflows).
@@ -574,8 +588,9 @@ def sparsemap_sequence_parts(unary_eta, trans, max_iter, tol, dep_tol, mu_out, x
     sequence of finite score exists (if not, ``mu_out`` is zero, ``xi_out``
     unchanged and the two terms are ``-inf`` and 0).
     """
-    M, N, Y, theta, p, k, n_iter, gap, converged, status = active_set_sequence(
-        unary_eta, trans, max_iter, tol, dep_tol
+    out = active_set_sequence(unary_eta, trans, max_iter, tol, dep_tol)
+    Y, theta, p, k, n_iter, converged, status = (
+        out[4], out[5], out[6], out[7], out[8], out[10], out[11]
     )
     n, K = unary_eta.shape
     for i in range(n):
@@ -617,13 +632,10 @@ def active_set_arc_scores(S, projective, single_root, max_iter, tol, dep_tol):
             elif h > m:
                 eta[base + h - 1] = S[h, m]
     if projective:
-        M, H, theta, p, k, n_iter, gap, converged, status = active_set_projective_tree(
-            eta, n, single_root, max_iter, tol, dep_tol
-        )
+        out = active_set_projective_tree(eta, n, single_root, max_iter, tol, dep_tol)
     else:
-        M, H, theta, p, k, n_iter, gap, converged, status = active_set_tree(
-            eta, n, single_root, max_iter, tol, dep_tol
-        )
+        out = active_set_tree(eta, n, single_root, max_iter, tol, dep_tol)
+    H, theta, p, k, converged, status = out[3], out[4], out[5], out[6], out[9], out[10]
     return H, p, theta, k, converged, status
 
 

@@ -336,13 +336,18 @@ def test_kernel_returns_like_active_set_tree():
     args = (eta_u, 5, np.bool_(False), np.int64(1000), 1e-9, 1e-10)
     proj = active_set_projective_tree(*args)
     nonproj = active_set_tree(*args)
-    assert len(proj) == len(nonproj) == 9
-    M, H, theta, p, k, n_iter, gap, converged, status = proj
+    assert len(proj) == len(nonproj) == 11
+    IDX, VAL, nnz, H, theta, p, k, _, _, converged, status = proj
     assert status == 0 and converged
-    assert M.shape[1] == 25 and H.shape[1] == 6
+    # Sparse rows: the 5 arcs of each tree, not its 25 possible arcs.
+    assert IDX.shape[1] == VAL.shape[1] == 5 and H.shape[1] == 6
     assert p[:k].sum() == pytest.approx(1.0)
     for i in range(k):
         assert _is_projective_tree(H[i], False)
+        assert nnz[i] == 5 and np.all(VAL[i] == 1.0)
+        tree = DependencyTree(single_root=False)
+        m, _ = tree.indicators(H[i], tree.encode(scores))
+        np.testing.assert_array_equal(IDX[i], np.flatnonzero(m))
         assert theta[i] == pytest.approx(_tree_score(scores, H[i]))
 
 

@@ -314,7 +314,7 @@ def test_parts_entry_point_accumulates_over_a_batch():
 def test_kernel_returns_the_support():
     unary = np.array([[1.0, 0.9], [1.0, 0.0]])
     trans = np.zeros((2, 2))
-    M, N, Y, theta, p, k, n_iter, gap, converged, status = active_set_sequence(
+    IDX, VAL, nnz, N, Y, theta, p, k, _, _, converged, status = active_set_sequence(
         unary, trans, 1000, 1e-9, 1e-10
     )
     assert status == 0 and converged and k == 2
@@ -323,7 +323,10 @@ def test_kernel_returns_the_support():
     np.testing.assert_allclose(p[:k], [0.55, 0.45])
     np.testing.assert_allclose(theta[:k], [2.0, 1.9])
     np.testing.assert_array_equal(N[:k], [[1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]])
-    np.testing.assert_array_equal(M[:k], [[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 1.0, 0.0]])
+    # The one-hot rows [1, 0, 1, 0] and [0, 1, 1, 0], stored sparse.
+    np.testing.assert_array_equal(nnz[:k], [2, 2])
+    np.testing.assert_array_equal(IDX[:k], [[0, 2], [1, 2]])
+    np.testing.assert_array_equal(VAL[:k], [[1.0, 1.0], [1.0, 1.0]])
 
 
 def test_fast_path_only_where_it_applies():
