@@ -154,11 +154,15 @@ class SparseMAPParser(BaseEstimator):
         Fraction held out when ``early_stopping``.
     n_iter_no_change : int, default=3
         Epochs without improvement before stopping.
-    sparsemap_max_iter : int, default=200
+    sparsemap_max_iter : int or None, default=None
         Iterations of the active-set solver of SparseMAP, per sentence: in
         training with the SparseMAP losses (a ``ConvergenceWarning`` says how
         many solves reached it; see ``n_sparsemap_not_converged_``), and in
-        :meth:`predict_sparse` and :meth:`predict_marginals`.
+        :meth:`predict_sparse` and :meth:`predict_marginals`. None: 200 in
+        training (an approximate solve early in training costs little), and
+        in prediction the default of :func:`~sksparse_struct.inference.sparsemap`,
+        which grows with the sentence (the support of a long sentence can
+        hold hundreds of trees, and each iteration adds at most one).
     warm_start : bool, default=False
         Start from the weights of the previous fit (same features and
         labels required); the AdaGrad state starts afresh.
@@ -267,7 +271,7 @@ class SparseMAPParser(BaseEstimator):
         "early_stopping": ["boolean"],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
-        "sparsemap_max_iter": [Interval(Integral, 1, None, closed="left")],
+        "sparsemap_max_iter": [None, Interval(Integral, 1, None, closed="left")],
         "warm_start": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -291,7 +295,7 @@ class SparseMAPParser(BaseEstimator):
         early_stopping=False,
         validation_fraction=0.1,
         n_iter_no_change=3,
-        sparsemap_max_iter=SPARSEMAP_OPTIONS.max_iter,
+        sparsemap_max_iter=None,
         warm_start=False,
         random_state=None,
         verbose=0,
@@ -536,7 +540,8 @@ class SparseMAPParser(BaseEstimator):
             warn(
                 f"SparseMAPParser (loss={self.loss!r}): {self.n_sparsemap_not_converged_} of "
                 f"{n_train * result.n_epochs} SparseMAP solves in training (one per sentence "
-                f"and epoch) did not converge in sparsemap_max_iter={self.sparsemap_max_iter} "
+                f"and epoch) did not converge in sparsemap_max_iter="
+                f"{self._sparsemap_options().max_iter} "
                 "active-set iterations, so their losses and gradients are approximate. "
                 "Increase sparsemap_max_iter.",
                 ConvergenceWarning,
@@ -584,8 +589,11 @@ class SparseMAPParser(BaseEstimator):
         )
 
     def _sparsemap_options(self):
+        """The active set's settings in training."""
         # Parsers pickled before sparsemap_max_iter existed use the default.
-        max_iter = getattr(self, "sparsemap_max_iter", SPARSEMAP_OPTIONS.max_iter)
+        max_iter = getattr(self, "sparsemap_max_iter", None)
+        if max_iter is None:
+            return SPARSEMAP_OPTIONS
         return SPARSEMAP_OPTIONS._replace(max_iter=int(max_iter))
 
     def _report(self, info, progress):
@@ -727,16 +735,18 @@ class SparseMAPParser(BaseEstimator):
         """SparseMAP on the arc scores of every sentence, with one warning for all."""
         scores = self.decision_function(X)
         structure = self._structure()
-        options = self._sparsemap_options()
+        tol = self._sparsemap_options().tol
+        max_iter = getattr(self, "sparsemap_max_iter", None)
         with warnings.catch_warnings():
             # One warning for all the sentences, below, rather than one each.
             warnings.simplefilter("ignore", ConvergenceWarning)
-            results = [sparsemap(structure, S, max_iter=options.max_iter, tol=options.tol)
-                       for S in scores]
+            results = [sparsemap(structure, S, max_iter=max_iter, tol=tol) for S in scores]
         n_failed = sum(not result.converged for result in results)
         if n_failed:
-            warn(f"SparseMAPParser: SparseMAP did not converge in sparsemap_max_iter="
-                 f"{options.max_iter} active-set iterations on {n_failed} of {len(results)} "
+            limit = ("the default number of" if max_iter is None
+                     else f"sparsemap_max_iter={max_iter}")
+            warn(f"SparseMAPParser: SparseMAP did not converge in {limit} "
+                 f"active-set iterations on {n_failed} of {len(results)} "
                  "sentences (their distributions over trees are valid but not the optimal "
                  "ones); increase sparsemap_max_iter.", ConvergenceWarning)
         return results
