@@ -546,7 +546,7 @@ class Network:
             dv[lo:] += np.einsum("bt,btd->bd", dz, q)
             d_pre = np.concatenate([dq, dg], axis=2)
             dA[lo:] += d_pre
-            dWs[lo:] += _outer(_window(S_prev, w), d_pre)  # sentence by sentence
+            dWs[lo:] += _outer(_window(S_prev, w), d_pre)
             dS_a += _unwindow(d_pre @ Ws.T, w, Ds)
         grads["ctx_Ws"] = dWs
         grads["att_v"] = dv
@@ -606,11 +606,8 @@ def _sentence_squared_norms(per, B):
             # a table's rows: the reads of one id within one sentence add up
             width = int(ids.max()) + 1
             key = (np.arange(B).reshape(_row_shape(B, ids.ndim)) * width + ids).ravel()
-            order = np.argsort(key, kind="stable")
-            key = key[order]
-            starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
-            summed = np.add.reduceat(vals.reshape(-1, vals.shape[-1])[order], starts, axis=0)
-            total += np.bincount(key[starts] // width, weights=(summed * summed).sum(axis=1),
+            rows, summed = _embedding_grad(key, vals.reshape(-1, vals.shape[-1]))
+            total += np.bincount(rows // width, weights=(summed * summed).sum(axis=1),
                                  minlength=B)
         else:
             total += (g.reshape(B, -1) ** 2).sum(axis=1)
