@@ -95,7 +95,8 @@ def _neural(**params):
         from sksparse_struct import NeuralEasyFirstTagger
 
         return NeuralEasyFirstTagger(random_state=0, max_epochs=args.nef_epochs,
-                                     max_train_length=50, n_jobs=args.n_jobs, **params)
+                                     max_train_length=50, n_jobs=args.n_jobs,
+                                     verbose=args.verbose, **params)
 
     return factory
 
@@ -164,7 +165,7 @@ def run_model(name, args, inputs):
     if "max_iter" in warm.get_params():
         warm.set_params(max_iter=1)
     if "max_epochs" in warm.get_params():
-        warm.set_params(max_epochs=1, validation_fraction=0)
+        warm.set_params(max_epochs=1, validation_fraction=0, verbose=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a one-iteration fit does not converge
         warm.fit(X_train[:20], y_train[:20]).predict(X_test[:20])
@@ -195,6 +196,9 @@ def main(argv=None):
                         help="maximum epochs of NeuralEasyFirstTagger (early stopping)")
     parser.add_argument("--n-jobs", type=int, default=1,
                         help="threads at prediction (and in NeuralEasyFirstTagger's training)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="NeuralEasyFirstTagger prints its loss and validation accuracy "
+                             "after every epoch")
     parser.add_argument("--out", help="also write the report to this file")
     args = parser.parse_args(argv)
     if args.data is None:

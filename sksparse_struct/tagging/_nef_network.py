@@ -142,18 +142,21 @@ def lstm_forward(x, Wx, Wh, b):
 
 
 def lstm_backward(cache, dh):
-    """Gradients of :func:`lstm_forward`: ``(dx, dWx, dWh, db)``."""
+    """Gradients of :func:`lstm_forward`: ``(dx, dWx, dWh, db)``.
+
+    The parameter gradients come per row of the batch (a leading axis of
+    size ``B``; their sum over it is the batch's gradient), so that each
+    sentence's gradient can be clipped on its own.
+    """
     x, Wx, Wh, gates, c, h = cache
     B, T, H = h.shape
     da = np.empty((B, T, 4 * H))
-    dWh = np.zeros_like(Wh)
     dh_next = np.zeros((B, H))
     dc_next = np.zeros((B, H))
     for t in range(T - 1, -1, -1):
         gt = gates[:, t]
         i, f, o, g = gt[:, :H], gt[:, H:2 * H], gt[:, 2 * H:3 * H], gt[:, 3 * H:]
         c_prev = c[:, t - 1] if t > 0 else np.zeros((B, H))
-        h_prev = h[:, t - 1] if t > 0 else np.zeros((B, H))
         dht = dh[:, t] + dh_next
         tc = np.tanh(c[:, t])
         dc = dc_next + dht * o * (1.0 - tc * tc)
@@ -163,14 +166,19 @@ def lstm_backward(cache, dh):
         dat[:, 2 * H:3 * H] = dht * tc * o * (1.0 - o)
         dat[:, 3 * H:] = dc * i * (1.0 - g * g)
         dc_next = dc * f
-        dWh += h_prev.T @ dat
         dh_next = dat @ Wh.T
-    D = x.shape[2]
-    flat = da.reshape(-1, 4 * H)
-    dWx = x.reshape(-1, D).T @ flat
-    db = flat.sum(axis=0)
+    h_prev = np.zeros_like(h)
+    h_prev[:, 1:] = h[:, :-1]
+    dWh = _outer(h_prev, da)
+    dWx = _outer(x, da)
+    db = da.sum(axis=1)
     dx = da @ Wx.T
     return dx, dWx, dWh, db
+
+
+def _outer(x, d):
+    """Per-row gradient of a weight applied position-wise: (B, T, p), (B, T, q) -> (B, p, q)."""
+    return np.matmul(x.transpose(0, 2, 1), d)
 
 
 def _reverse_index(lengths, T):
@@ -387,12 +395,14 @@ class Network:
 
     # -- loss and backward --------------------------------------------------------------------
 
-    def loss(self, theta, batch, class_weight=None, rng=None, dropout=0.0):
+    def loss(self, theta, batch, class_weight=None, rng=None, dropout=0.0, clip_norm=None):
         """Mean loss per sentence of the batch and the gradients (see :meth:`backward`).
 
         Softmax output: the (class-weighted) cross-entropy summed over the
         words of a sentence; CRF output: the sentence's negative
-        log-likelihood.
+        log-likelihood. With ``clip_norm``, the gradient of each sentence's
+        loss is rescaled to that Euclidean norm when it is longer, before
+        the average over the batch.
         """
         scores, cache = self.forward(theta, batch, rng=rng, dropout=dropout)
         mask = cache["mask"]
@@ -401,13 +411,16 @@ class Network:
             p = self.views(theta)
             K = self.config.n_tags
             dscores = np.empty_like(scores)
-            d_crf = {"crf_trans": np.zeros((K, K)), "crf_start": np.zeros(K),
-                     "crf_end": np.zeros(K)}
+            d_crf = {"crf_trans": np.zeros((B, K, K)), "crf_start": np.zeros((B, K)),
+                     "crf_end": np.zeros((B, K))}
             losses = np.empty(B)
-            crf_loss_batch(np.ascontiguousarray(scores), batch.lengths, batch.labels,
-                           np.ascontiguousarray(p["crf_trans"]), p["crf_start"].copy(),
-                           p["crf_end"].copy(), dscores, d_crf["crf_trans"],
-                           d_crf["crf_start"], d_crf["crf_end"], losses)
+            scores = np.ascontiguousarray(scores)
+            trans = np.ascontiguousarray(p["crf_trans"])
+            start, end = p["crf_start"].copy(), p["crf_end"].copy()
+            for b in range(B):  # one sentence at a time: its own transition gradients
+                crf_loss_batch(scores[b:b + 1], batch.lengths[b:b + 1], batch.labels[b:b + 1],
+                               trans, start, end, dscores[b:b + 1], d_crf["crf_trans"][b],
+                               d_crf["crf_start"][b], d_crf["crf_end"][b], losses[b:b + 1])
             value = losses.sum() / B
             dscores /= B
             for arr in d_crf.values():
@@ -427,9 +440,15 @@ class Network:
                               axis=2)
             dscores *= weight[:, :, None] / B
             d_crf = {}
-        grads = self.backward(theta, cache, dscores)
-        grads.update(d_crf)
-        return value, grads
+        per = self.sentence_gradients(theta, cache, dscores)
+        per.update(d_crf)
+        scale = np.ones(B)
+        if clip_norm is not None:
+            # B * |per-sentence part|: the norm of the gradient of that sentence's own loss
+            norm = B * np.sqrt(_sentence_squared_norms(per, B))
+            long = norm > clip_norm
+            scale[long] = clip_norm / norm[long]
+        return value, _combine(per, scale)
 
     def backward(self, theta, cache, dscores):
         """Gradients of ``sum(scores * dscores)`` w.r.t. every parameter.
@@ -437,15 +456,26 @@ class Network:
         Returns a dict name -> gradient array; the embedding tables get
         ``(rows, values)`` pairs (the rows the batch touched, unique).
         """
+        per = self.sentence_gradients(theta, cache, dscores)
+        return _combine(per, np.ones(cache["batch"].words.shape[0]))
+
+    def sentence_gradients(self, theta, cache, dscores):
+        """The gradients of :meth:`backward`, one per sentence of the batch.
+
+        Every parameter gets an array with a leading axis of size ``B``
+        (sentence ``b``'s part in row ``b``); the embedding tables get
+        ``(ids, values)``: the ids read by each sentence, ``(B, T)`` or
+        ``(B, T, 2 * N_AFFIX)``, and the gradient reaching each read, with a
+        trailing embedding axis (a table's gradient sums the values by id).
+        """
         cfg = self.config
         p = self.views(theta)
         batch = cache["batch"]
         mask = cache["mask"]
         B, T = batch.words.shape
         grads = {}
-        o_drop = cache["o_drop"]
-        grads["out_W"] = o_drop.reshape(-1, o_drop.shape[2]).T @ dscores.reshape(B * T, -1)
-        grads["out_b"] = dscores.sum(axis=(0, 1))
+        grads["out_W"] = _outer(cache["o_drop"], dscores)
+        grads["out_b"] = dscores.sum(axis=1)
         d_o = dscores @ p["out_W"].T
         if cache["m_o"] is not None:
             d_o *= cache["m_o"]
@@ -472,13 +502,12 @@ class Network:
             dx *= cache["m_x"]
         dx *= mask[:, :, None]
         Dw, Da = cfg.word_dim, cfg.affix_dim
-        grads["E_word"] = _embedding_grad(batch.words.ravel(), dx[:, :, :Dw].reshape(-1, Dw))
-        d_pre = dx[:, :, Dw:Dw + Da].reshape(-1, Da)
-        d_suf = dx[:, :, Dw + Da:].reshape(-1, Da)
-        ids = np.concatenate([batch.affixes[:, :, :N_AFFIX].reshape(B * T, N_AFFIX),
-                              batch.affixes[:, :, N_AFFIX:].reshape(B * T, N_AFFIX)])
-        vals = np.concatenate([d_pre, d_suf])
-        grads["E_affix"] = _embedding_grad(ids.T.ravel(), np.tile(vals, (N_AFFIX, 1)))
+        grads["E_word"] = (batch.words, dx[:, :, :Dw])
+        # each prefix id reads the prefix sum's gradient, each suffix id the suffix sum's
+        d_aff = np.empty((B, T, 2 * N_AFFIX, Da))
+        d_aff[:, :, :N_AFFIX] = dx[:, :, None, Dw:Dw + Da]
+        d_aff[:, :, N_AFFIX:] = dx[:, :, None, Dw + Da:]
+        grads["E_affix"] = (batch.affixes, d_aff)
         return grads
 
     def _sketch_backward(self, p, cache, dS, grads):
@@ -491,8 +520,8 @@ class Network:
         w, Ds, Dz = cfg.window, cfg.sketch_dim, cfg.attention_dim
         kind = ATTENTIONS[cfg.attention]
         Ws, v = p["ctx_Ws"], p["att_v"]
-        dWs = np.zeros_like(Ws)
-        dv = np.zeros_like(v)
+        dWs = np.zeros((B,) + Ws.shape)
+        dv = np.zeros((B, Dz))
         dA = np.zeros((B, T, Dz + Ds))
         dS = dS.copy()
         d_beta = np.zeros((B, T))
@@ -514,18 +543,15 @@ class Network:
             attention_backward(kind, alpha, beta_prev, np.ascontiguousarray(d_alpha),
                                batch.lengths[lo:], batch.n_steps[lo:], n, dz, d_beta_a)
             dq = dz[:, :, None] * v * (1.0 - q * q)
-            dv += np.einsum("bt,btd->d", dz, q)
+            dv[lo:] += np.einsum("bt,btd->bd", dz, q)
             d_pre = np.concatenate([dq, dg], axis=2)
             dA[lo:] += d_pre
-            Swin = _window(S_prev, w)
-            rows = Swin.shape[0] * T
-            dWs += Swin.reshape(rows, -1).T @ d_pre.reshape(rows, -1)
+            dWs[lo:] += _outer(_window(S_prev, w), d_pre)
             dS_a += _unwindow(d_pre @ Ws.T, w, Ds)
-        flat = dA.reshape(B * T, -1)
         grads["ctx_Ws"] = dWs
         grads["att_v"] = dv
-        grads["ctx_Wh"] = Hwin.reshape(B * T, -1).T @ flat
-        grads["ctx_b"] = flat.sum(axis=0)
+        grads["ctx_Wh"] = _outer(Hwin, dA)
+        grads["ctx_b"] = dA.sum(axis=1)
         return _unwindow(dA @ p["ctx_Wh"].T, w, 2 * cfg.hidden)
 
     # -- prediction ----------------------------------------------------------------------------
@@ -551,3 +577,38 @@ def _embedding_grad(ids, values):
     out = np.zeros((rows.shape[0], values.shape[1]))
     np.add.at(out, inverse.ravel(), values)
     return rows, out
+
+
+def _row_shape(B, ndim):
+    return (B,) + (1,) * (ndim - 1)
+
+
+def _combine(per, scale):
+    """The batch's gradients from :meth:`Network.sentence_gradients`: sentence ``b``'s
+    part weighted by ``scale[b]``; the tables as ``(rows, values)`` of :func:`_embedding_grad`."""
+    out = {}
+    for name, g in per.items():
+        if name.startswith("E_"):
+            ids, vals = g
+            vals = vals * scale.reshape(_row_shape(len(scale), vals.ndim))
+            out[name] = _embedding_grad(ids.ravel(), vals.reshape(-1, vals.shape[-1]))
+        else:
+            out[name] = np.tensordot(scale, g, axes=1)
+    return out
+
+
+def _sentence_squared_norms(per, B):
+    """Squared Euclidean norm of each sentence's part of the gradients, over every parameter."""
+    total = np.zeros(B)
+    for name, g in per.items():
+        if name.startswith("E_"):
+            ids, vals = g
+            # a table's rows: the reads of one id within one sentence add up
+            width = int(ids.max()) + 1
+            key = (np.arange(B).reshape(_row_shape(B, ids.ndim)) * width + ids).ravel()
+            rows, summed = _embedding_grad(key, vals.reshape(-1, vals.shape[-1]))
+            total += np.bincount(rows // width, weights=(summed * summed).sum(axis=1),
+                                 minlength=B)
+        else:
+            total += (g.reshape(B, -1) ** 2).sum(axis=1)
+    return total

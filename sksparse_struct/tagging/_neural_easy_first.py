@@ -154,7 +154,12 @@ default=64, 50, 50, 50, 50
     learning_rate : float, default=0.1
         AdaGrad step size.
     clip_norm : float or None, default=5.0
-        Gradients are rescaled to this Euclidean norm when longer.
+        The gradient of each sentence's loss is rescaled to this Euclidean
+        norm when longer, before the average over the mini-batch (as when
+        updating after every sentence). So one sentence whose gradient
+        explodes, as the gradient through many sketch steps can under
+        ``attention="sparsemax"``, does not wipe out the other sentences'
+        share of the step. None: no clipping.
     class_weight : dict, "balanced" or None, default=None
         Weights of the tags in the cross-entropy (softmax output only).
     validation_fraction : float, default=0.1
@@ -541,7 +546,8 @@ default=64, 50, 50, 50, 50
         def run(k):
             batch = self._batch(parts[k], word_ids, affix_ids, gold)
             value, grads = net.loss(theta, batch, class_weight,
-                                    rng=np.random.default_rng(seeds[k]), dropout=self.dropout)
+                                    rng=np.random.default_rng(seeds[k]), dropout=self.dropout,
+                                    clip_norm=self.clip_norm)
             return value, grads, len(parts[k])
 
         results = list(pool.map(run, range(len(parts))))
@@ -570,12 +576,10 @@ default=64, 50, 50, 50, 50
         return value, dense, np.concatenate(emb_idx), np.concatenate(emb_val)
 
     def _adagrad(self, theta, accum, dense, idx, emb, n_emb):
-        """One AdaGrad step; the embeddings update only their touched rows."""
-        if self.clip_norm is not None:
-            norm = np.sqrt(dense @ dense + emb @ emb)
-            if norm > self.clip_norm:
-                dense = dense * (self.clip_norm / norm)
-                emb = emb * (self.clip_norm / norm)
+        """One AdaGrad step; the embeddings update only their touched rows.
+
+        The gradient comes clipped sentence by sentence (see ``clip_norm``).
+        """
         lr = self.learning_rate
         acc = accum[n_emb:]
         acc += dense * dense

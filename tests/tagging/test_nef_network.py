@@ -105,8 +105,14 @@ def test_lstm_backward_matches_finite_differences():
         return float((lstm_forward(*unpack(v))[0] * dh).sum())
 
     _, cache = lstm_forward(x, Wx, Wh, b)
-    analytic = np.concatenate([a.ravel() for a in lstm_backward(cache, dh)])
+    dx, dWx, dWh, db = lstm_backward(cache, dh)
+    # the parameter gradients come per row of the batch
+    analytic = np.concatenate([a.ravel() for a in (dx, dWx.sum(0), dWh.sum(0), db.sum(0))])
     np.testing.assert_allclose(analytic, _numeric_gradient(f, flat), rtol=1e-6, atol=1e-8)
+    for r in range(B):
+        _, cache_r = lstm_forward(x[r:r + 1], Wx, Wh, b)
+        for part, alone in zip((dWx, dWh, db), lstm_backward(cache_r, dh[r:r + 1])[1:]):
+            np.testing.assert_allclose(part[r], alone[0], rtol=1e-12, atol=1e-14)
 
 
 def test_encoder_gradient_without_sketch_steps():
@@ -237,3 +243,57 @@ def test_rows_sorted_by_steps_skip_finished_rows(attention, state):
     _, a_sorted = net.predict(theta, batch, record_attention=True)
     _, a_shuffled = net.predict(theta, shuffled, record_attention=True)
     np.testing.assert_allclose(a_sorted[perm], a_shuffled, rtol=1e-12, atol=1e-12)
+
+
+def _alone(batch, b):
+    n = batch.lengths[b]
+    return Batch(batch.words[b:b + 1, :n], batch.affixes[b:b + 1, :n], batch.lengths[b:b + 1],
+                 batch.labels[b:b + 1, :n], batch.n_steps[b:b + 1])
+
+
+@pytest.mark.parametrize("attention, state, output", [
+    ("sparsemax", "full", "softmax"), ("csoftmax", "single", "softmax"),
+    ("softmax", "full", "crf"),
+])
+def test_clip_norm_clips_each_sentence_before_averaging(attention, state, output):
+    # reference: each sentence's own gradient, from a batch holding it alone
+    net, theta, rng = _tiny(attention=attention, state=state, output=output)
+    batch = _batch(rng, [4, 2, 3, 4], 6, 7, 3, [4, 2, 3, 2])
+    weight = np.array([1.0, 2.0, 0.5]) if output == "softmax" else None
+    alone = []
+    for b in range(4):
+        single = _alone(batch, b)
+        if b == 0:  # the reference's own gradient, by finite differences
+            _check_loss_gradient(net, theta, single, class_weight=weight, dropout=0.0)
+        alone.append(net.dense_gradient(net.loss(theta, single, weight)[1]))
+    norms = np.array([np.linalg.norm(g) for g in alone])
+    clip = np.median(norms)  # about half of the sentences get clipped
+    assert (norms > clip).any() and (norms < clip).any()
+    expected = sum(min(1.0, clip / n) * g for n, g in zip(norms, alone)) / 4
+    value, grads = net.loss(theta, batch, weight, clip_norm=clip)
+    np.testing.assert_allclose(net.dense_gradient(grads), expected, rtol=1e-9, atol=1e-12)
+    assert value == pytest.approx(net.loss(theta, batch, weight)[0], rel=1e-12)
+    # a loose bound changes nothing; no bound gives the plain average
+    _, loose = net.loss(theta, batch, weight, clip_norm=2 * norms.max())
+    np.testing.assert_allclose(net.dense_gradient(loose), sum(alone) / 4, rtol=1e-9, atol=1e-12)
+    _, plain = net.loss(theta, batch, weight)
+    np.testing.assert_allclose(net.dense_gradient(plain), sum(alone) / 4, rtol=1e-9, atol=1e-12)
+
+
+def test_sentence_gradients_sum_to_the_batch_gradient():
+    net, theta, rng = _tiny(attention="sparsemax")
+    batch = _batch(rng, [4, 2, 3], 6, 7, 3, [4, 2, 3])
+    scores, cache = net.forward(theta, batch, rng=np.random.default_rng(3), dropout=0.2)
+    dscores = rng.normal(size=scores.shape)
+    per = net.sentence_gradients(theta, cache, dscores)
+    total = net.dense_gradient(net.backward(theta, cache, dscores))
+    views = net.views(total)
+    for name, g in per.items():
+        if name.startswith("E_"):
+            ids, vals = g
+            dense = np.zeros(views[name].shape)
+            np.add.at(dense, ids.ravel(), vals.reshape(-1, vals.shape[-1]))
+            np.testing.assert_allclose(dense, views[name], rtol=1e-12, atol=1e-14)
+        else:
+            assert g.shape == (3,) + views[name].shape
+            np.testing.assert_allclose(g.sum(axis=0), views[name], rtol=1e-12, atol=1e-14)
