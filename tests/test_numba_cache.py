@@ -1,6 +1,7 @@
 """The guard against numba caches that outlive a change of a kernel module."""
 
 import os
+from pathlib import Path
 
 from sksparse_struct.utils._numba import clear_stale_kernel_caches
 
@@ -59,3 +60,46 @@ def test_caches_under_numba_cache_dir_cleared_too(tmp_path):
     os.utime(kernel, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
     assert clear_stale_kernel_caches(pkg, cache_dir=str(cache_dir))
     assert not cached.exists()
+
+
+def test_a_process_whose_kernel_sources_changed_neither_saves_nor_loads(monkeypatch, tmp_path):
+    # Once the kernel modules on disk are no longer those this process
+    # imported, its compilations stay in memory and it loads nothing: mixing
+    # machine code built from two versions of the sources crashed processes.
+    from sksparse_struct.utils import _numba
+
+    code = (
+        "from sksparse_struct.utils._numba import njit\n"
+        "@njit\n"
+        "def triple(x):\n"
+        "    return 3 * x\n"
+    )
+    module_dir = tmp_path / "toy"
+    module_dir.mkdir()
+    (module_dir / "toy_kernels.py").write_text(code)
+    monkeypatch.syspath_prepend(str(module_dir))
+    import toy_kernels
+
+    index = Path(toy_kernels.triple._cache._cache_file._index_path)
+    # (The check looks at the disk at most once a second: forget the last.)
+    monkeypatch.setattr(_numba, "_last_check", [-float("inf"), True])
+    monkeypatch.setattr(_numba, "_IMPORTED_SOURCES", "sources of another version")
+    assert not _numba.imported_sources_current()
+    assert toy_kernels.triple(2) == 6
+    assert not index.exists()  # not saved
+    monkeypatch.undo()
+    monkeypatch.syspath_prepend(str(module_dir))
+    monkeypatch.setattr(_numba, "_last_check", [-float("inf"), True])
+    assert _numba.imported_sources_current()
+    assert toy_kernels.triple(2.0) == 6.0  # a new signature: saved
+    assert index.exists()
+    # A cache entry on disk is not loaded while the sources differ.
+    monkeypatch.setattr(_numba, "_last_check", [-float("inf"), True])
+    monkeypatch.setattr(_numba, "_IMPORTED_SOURCES", "sources of another version")
+    from numba.core.registry import cpu_target
+    sig = toy_kernels.triple.signatures[-1]
+    assert toy_kernels.triple._cache.load_overload(sig, cpu_target.target_context) is None
+    monkeypatch.undo()
+    _numba._last_check[:] = [-float("inf"), True]
+    loaded = toy_kernels.triple._cache.load_overload(sig, cpu_target.target_context)
+    assert loaded is not None

@@ -10,10 +10,12 @@ argument misses the on-disk cache in every new process and is compiled again
 
 import hashlib
 import os
+import time
 from pathlib import Path
 
 import numba
 from numba.core import types
+from numba.core.caching import FunctionCache
 from numba.core.registry import CPUDispatcher
 
 __all__ = ["NUMBA_OPTIONS", "njit"]
@@ -102,6 +104,60 @@ def clear_stale_kernel_caches(package_dir=_PACKAGE_DIR, cache_dir=None):
 
 clear_stale_kernel_caches(cache_dir=numba.config.CACHE_DIR or None)
 
+
+def _import_stamp():
+    try:
+        return _kernel_sources_stamp(_PACKAGE_DIR)
+    except OSError:
+        return None
+
+
+# The kernel sources this process imported (None: they could not be read).
+_IMPORTED_SOURCES = _import_stamp()
+
+
+_last_check = [-float("inf"), True]  # (when, result) of the last look at the disk
+
+
+def imported_sources_current():
+    """Whether the kernel modules on disk are still those this process imported.
+
+    They change under a running process when a kernel module is edited, a
+    branch checked out or the package upgraded while it runs. Looks at the
+    disk (about a millisecond) at most once a second: a warm start loads
+    hundreds of kernels.
+    """
+    if _IMPORTED_SOURCES is None:
+        return True
+    now = time.monotonic()
+    if now - _last_check[0] >= 1.0:
+        _last_check[:] = [now, _import_stamp() == _IMPORTED_SOURCES]
+    return _last_check[1]
+
+
+class _KernelCache(FunctionCache):
+    """numba's on-disk cache, used only while the sources are those imported.
+
+    A process that imported the old sources and compiles after they changed
+    would save machine code built from them, with a cache key (the
+    function's own bytecode and file) that other processes take for current;
+    and a cache written by a process that imported the new sources would
+    not match this process's code in memory. Either mix ran code of two
+    versions together, with wrong results or a crash. After a change, a
+    running process therefore keeps what it compiles to itself and loads
+    nothing; new processes start from clean caches
+    (:func:`clear_stale_kernel_caches`).
+    """
+
+    def load_overload(self, sig, target_context):
+        if not imported_sources_current():
+            return None
+        return super().load_overload(sig, target_context)
+
+    def save_overload(self, sig, data):
+        if imported_sources_current():
+            super().save_overload(sig, data)
+
 class _Kernel(CPUDispatcher):
     """A dispatcher that compiles one version per argument *type*, not per constant.
 
@@ -117,6 +173,9 @@ class _Kernel(CPUDispatcher):
         args = tuple(types.unliteral(a) for a in args)
         kws = {name: types.unliteral(a) for name, a in kws.items()}
         return super().get_call_template(args, kws)
+
+    def enable_caching(self):
+        self._cache = _KernelCache(self.py_func)
 
 
 def njit(function=None, **options):
