@@ -158,6 +158,7 @@ class _KernelCache(FunctionCache):
         if imported_sources_current():
             super().save_overload(sig, data)
 
+
 class _Kernel(CPUDispatcher):
     """A dispatcher that compiles one version per argument *type*, not per constant.
 
