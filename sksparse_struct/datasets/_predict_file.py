@@ -10,13 +10,10 @@ cluster (``joblib.parallel_config(backend="dask")``).
 """
 
 import collections
-import gzip
-import io
 import numbers
 import os
 import pickle
 import sys
-import tempfile
 import time
 import uuid
 from typing import NamedTuple
@@ -33,7 +30,7 @@ from ._conll import (
     _split_ascii,
 )
 from ._conllu import _UPOS_SET, parse_treebank
-from ._stream import BLANK_LINES, TextSource, sentence_pieces, source_name
+from ._stream import BLANK_LINES, TextSink, TextSource, sentence_pieces, source_name
 
 __all__ = ["predict_file"]
 
@@ -265,59 +262,6 @@ def _has_relations(estimator):
     return getattr(final, "classes_", None) is not None
 
 
-class _Output:
-    """Where the output goes: a file object, or a path written via a temporary file.
-
-    A path that exists and is not a regular file (``/dev/null``, a named
-    pipe) is written to directly.
-    """
-
-    def __init__(self, path, encoding):
-        self.path = path
-        self.encoding = encoding
-        self._tmp = None
-
-    def __enter__(self):
-        if hasattr(self.path, "write"):
-            self._file = self.path
-            self._binary = isinstance(self.path, (io.RawIOBase, io.BufferedIOBase))
-            return self
-        if os.path.exists(self.path) and not os.path.isfile(self.path):
-            self._raw = self._file = open(self.path, "wb")
-            self._binary = True
-            return self
-        # Written next to the destination and renamed at the end: an error
-        # half-way leaves no truncated output that looks complete.
-        directory, name = os.path.split(os.path.abspath(self.path))
-        fd, self._tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".part")
-        self._raw = os.fdopen(fd, "wb")
-        self._file = self._raw
-        if os.fspath(self.path).lower().endswith(".gz"):
-            # mtime=0 and no name: the same predictions give the same bytes.
-            self._file = gzip.GzipFile(filename="", mode="wb", fileobj=self._raw, mtime=0)
-        self._binary = True
-        return self
-
-    def write(self, text):
-        self._file.write(text.encode(self.encoding) if self._binary else text)
-
-    def __exit__(self, exc_type, exc, tb):
-        if self._tmp is None:
-            if not hasattr(self.path, "write"):
-                self._raw.close()
-            return False
-        try:
-            if self._file is not self._raw:
-                self._file.close()
-            self._raw.close()
-            if exc_type is None:
-                os.replace(self._tmp, self.path)
-        finally:
-            if os.path.exists(self._tmp):
-                os.remove(self._tmp)
-        return False
-
-
 def _same_file(a, b):
     if hasattr(a, "read") or hasattr(b, "write"):
         return False
@@ -473,7 +417,7 @@ def predict_file(estimator, input_path, output_path, *, label="chunk",
     start = time.perf_counter()
     n_sentences = n_words = 0
     try:
-        with _Output(output_path, encoding) as output:
+        with TextSink(output_path, encoding) as output:
             for k, (chunk, n_chunk_sentences, n_chunk_words) in enumerate(parallel(tasks()), 1):
                 output.write(chunk)
                 n_sentences += n_chunk_sentences

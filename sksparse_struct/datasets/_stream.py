@@ -17,13 +17,15 @@ import contextlib
 import functools
 import gc
 import gzip
+import io
 import os
 import re
+import tempfile
 
 from ._compression import GZIP_ERRORS, GZIP_MAGIC, gzip_error
 
-__all__ = ["BLANK_LINES", "PIECE_CHARS", "TextSource", "gc_paused", "sentence_pieces",
-           "source_name"]
+__all__ = ["BLANK_LINES", "PIECE_CHARS", "TextSink", "TextSource", "gc_paused",
+           "sentence_pieces", "source_name"]
 
 _READ_SIZE = 1 << 16
 # The size of the pieces the readers parse at a time, in characters: large
@@ -306,3 +308,63 @@ def sentence_pieces(fragments, blank_lines, *, min_chars=None, n_sentences=None)
         piece = "".join(head)
         if piece:
             yield piece, first_line
+
+
+class TextSink:
+    """Text written out: to a file object, or to a path via a temporary file.
+
+    The counterpart of :class:`TextSource` for the writers (``write_conllu``,
+    ``predict_file``): a context manager with ``write(text)``. A path is
+    written next to its destination and renamed at the end, so an error
+    half-way leaves no truncated file; a name ending in ``.gz`` is written
+    gzip-compressed, reproducibly (no time stamp, no name). A binary file
+    object gets the text encoded with ``encoding``, a text one the text.
+
+    A path that exists and is not a regular file (``/dev/null``, a named
+    pipe) is written to directly.
+    """
+
+    def __init__(self, path, encoding):
+        self.path = path
+        self.encoding = encoding
+        self._tmp = None
+
+    def __enter__(self):
+        if hasattr(self.path, "write"):
+            self._file = self.path
+            self._binary = isinstance(self.path, (io.RawIOBase, io.BufferedIOBase))
+            return self
+        if os.path.exists(self.path) and not os.path.isfile(self.path):
+            self._raw = self._file = open(self.path, "wb")
+            self._binary = True
+            return self
+        # Written next to the destination and renamed at the end: an error
+        # half-way leaves no truncated output that looks complete.
+        directory, name = os.path.split(os.path.abspath(self.path))
+        fd, self._tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".part")
+        self._raw = os.fdopen(fd, "wb")
+        self._file = self._raw
+        if os.fspath(self.path).lower().endswith(".gz"):
+            # mtime=0 and no name: the same predictions give the same bytes.
+            self._file = gzip.GzipFile(filename="", mode="wb", fileobj=self._raw, mtime=0)
+        self._binary = True
+        return self
+
+    def write(self, text):
+        self._file.write(text.encode(self.encoding) if self._binary else text)
+
+    def __exit__(self, exc_type, exc, tb):
+        if self._tmp is None:
+            if not hasattr(self.path, "write"):
+                self._raw.close()
+            return False
+        try:
+            if self._file is not self._raw:
+                self._file.close()
+            self._raw.close()
+            if exc_type is None:
+                os.replace(self._tmp, self.path)
+        finally:
+            if os.path.exists(self._tmp):
+                os.remove(self._tmp)
+        return False

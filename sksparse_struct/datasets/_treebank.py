@@ -9,9 +9,6 @@ fails here, naming the sentence and the line, rather than in a parser or in
 the official evaluation script.
 """
 
-import gzip
-import io
-import os
 
 import numpy as np
 
@@ -629,22 +626,12 @@ def _lines_with_ranges(forms, lemmas, upos, xpos, feats, heads, labels, misc, ra
 
 
 def _write_text(path, text):
-    if hasattr(path, "write"):
-        if isinstance(path, (io.RawIOBase, io.BufferedIOBase)):
-            path.write(text.encode("utf-8"))
-            return
-        try:
-            path.write(text)
-        except UnicodeEncodeError as exc:
-            # A text file opened with another encoding than UTF-8.
-            raise ValueError(_encoding_error(text, source_name(path), exc.encoding)) from None
-        return
-    data = text.encode("utf-8")
-    if os.fspath(path).lower().endswith(".gz"):
-        # mtime=0: the same treebank gives the same bytes.
-        data = gzip.compress(data, mtime=0)
-    with open(path, "wb") as f:
-        f.write(data)
+    try:
+        with _stream.TextSink(path, "utf-8") as out:
+            out.write(text)
+    except UnicodeEncodeError as exc:
+        # A text file opened with another encoding than UTF-8.
+        raise ValueError(_encoding_error(text, source_name(path), exc.encoding)) from None
 
 
 def _encoding_error(text, source, encoding):
