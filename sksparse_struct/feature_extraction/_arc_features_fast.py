@@ -97,6 +97,129 @@ _GOLDEN = -7046029254386353131  # 0x9e3779b97f4a7c15 as a signed int64
 _THRESHOLDS = (1, 2, 3, 5, 7, 10, 15, 20, 30)
 
 
+# Template states (:func:`token_states`) from a table rather than one line of
+# code per template: numba compiles a loop over a constant table in a fraction
+# of the time it takes to compile a hundred calls. The attributes of word
+# ``i`` and its neighbours (``_L``: word ``i - 1``, ``_R``: word ``i + 1``),
+# by their place in the vector the loop reads; ``_ZERO`` is the constant 0.
+(_ZERO, _FORM_, _UPOS_, _XPOS_, _LEMMA_, _PREFIX_, _FEATS_, _UPOS_L, _UPOS_R, _XPOS_L,
+ _XPOS_R, _FORM_L, _FORM_R) = range(13)
+_N_WORD_ATTRS = 13
+
+
+def _template_table(templates):
+    """Rows ``(arity, a, b, c)``: how many attributes a template combines, and which."""
+    table = np.zeros((len(templates), 4), dtype=np.int64)
+    for t, attrs in enumerate(templates):
+        table[t, 0] = len(attrs)
+        table[t, 1:1 + len(attrs)] = attrs
+    return table
+
+
+# Per template, the attributes of its head-side and modifier-side states. The
+# head side hashes them into ``(t + 1) * 2654435761`` (as :func:`_s`,
+# :func:`_s2`, :func:`_s3`); the modifier side is 0 for none, the attribute
+# itself for one, else ``_mix(a * _PRIME, b)`` and ``_mix(_mix(a * _PRIME, b), c)``.
+_TEMPLATE_ATTRS = [
+    ((_FORM_, _UPOS_), ()),  # 0
+    ((_FORM_,), ()),  # 1
+    ((_UPOS_,), ()),  # 2
+    ((_ZERO,), (_FORM_, _UPOS_)),  # 3
+    ((_ZERO,), (_FORM_,)),  # 4
+    ((_ZERO,), (_UPOS_,)),  # 5
+    ((_FORM_, _UPOS_), (_FORM_, _UPOS_)),  # 6
+    ((_UPOS_,), (_FORM_, _UPOS_)),  # 7
+    ((_FORM_,), (_FORM_, _UPOS_)),  # 8
+    ((_FORM_, _UPOS_), (_UPOS_,)),  # 9
+    ((_FORM_, _UPOS_), (_FORM_,)),  # 10
+    ((_FORM_,), (_FORM_,)),  # 11
+    ((_UPOS_,), (_UPOS_,)),  # 12
+    ((_PREFIX_, _UPOS_), (_PREFIX_, _UPOS_)),  # 13
+    ((_UPOS_,), (_PREFIX_, _UPOS_)),  # 14
+    ((_PREFIX_, _UPOS_), (_UPOS_,)),  # 15
+    ((_PREFIX_,), (_PREFIX_,)),  # 16
+    ((_UPOS_, _UPOS_R), (_UPOS_L, _UPOS_)),  # 17
+    ((_UPOS_L, _UPOS_), (_UPOS_L, _UPOS_)),  # 18
+    ((_UPOS_, _UPOS_R), (_UPOS_, _UPOS_R)),  # 19
+    ((_UPOS_L, _UPOS_), (_UPOS_, _UPOS_R)),  # 20
+    ((_UPOS_, _UPOS_R), (_UPOS_,)),  # 21
+    ((_UPOS_,), (_UPOS_L, _UPOS_)),  # 22
+    ((_UPOS_L, _UPOS_), (_UPOS_,)),  # 23
+    ((_UPOS_,), (_UPOS_, _UPOS_R)),  # 24
+    ((_ZERO,), ()),  # 25
+    ((_FORM_L, _UPOS_), (_UPOS_,)),  # 26
+    ((_FORM_R, _UPOS_), (_UPOS_,)),  # 27
+    ((_UPOS_,), (_FORM_L, _UPOS_)),  # 28
+    ((_UPOS_,), (_FORM_R, _UPOS_)),  # 29
+    ((_FORM_,), (_UPOS_, _UPOS_R)),  # 30
+    ((_FORM_,), (_UPOS_L, _UPOS_)),  # 31
+    ((_UPOS_L, _UPOS_, _UPOS_R), (_UPOS_,)),  # 32
+    ((_UPOS_,), (_UPOS_L, _UPOS_, _UPOS_R)),  # 33
+    ((_UPOS_L, _UPOS_, _UPOS_R), (_FORM_,)),  # 34
+    ((_FORM_,), (_UPOS_L, _UPOS_, _UPOS_R)),  # 35
+    ((_XPOS_,), (_XPOS_,)),  # 36
+    ((_XPOS_,), (_XPOS_, _FORM_)),  # 37
+    ((_FORM_, _XPOS_), (_XPOS_,)),  # 38
+    ((_XPOS_, _XPOS_R), (_XPOS_L, _XPOS_)),  # 39
+    ((_XPOS_L, _XPOS_), (_XPOS_, _XPOS_R)),  # 40
+    ((_LEMMA_,), (_LEMMA_,)),  # 41
+    ((_LEMMA_,), (_UPOS_,)),  # 42
+    ((_UPOS_,), (_LEMMA_,)),  # 43
+    ((_LEMMA_, _UPOS_), (_XPOS_,)),  # 44
+    ((_XPOS_,), (_LEMMA_, _UPOS_)),  # 45
+    ((_LEMMA_,), (_FEATS_,)),  # 46
+    ((_UPOS_,), (_UPOS_, _FEATS_)),  # 47
+    ((_FORM_, _XPOS_), (_FORM_, _XPOS_)),  # 48
+    ((_XPOS_,), (_FORM_, _XPOS_)),  # 49
+    ((_FORM_,), (_FORM_, _XPOS_)),  # 50
+    ((_FORM_, _XPOS_), (_XPOS_,)),  # 51
+    ((_FORM_, _XPOS_), (_FORM_,)),  # 52
+    ((_XPOS_, _XPOS_R), (_XPOS_, _XPOS_R)),  # 53
+    ((_XPOS_L, _XPOS_), (_XPOS_L, _XPOS_)),  # 54
+]
+_HEAD_TEMPLATES = _template_table([head for head, _ in _TEMPLATE_ATTRS])
+_MODIFIER_TEMPLATES = _template_table([modifier for _, modifier in _TEMPLATE_ATTRS])
+
+
+# Relation features (:func:`label_features`), from a table as the templates:
+# feature ``j`` hashes its attributes into ``(101 + j) * 2654435761`` (as
+# :func:`_s`, :func:`_s2`, :func:`_s3` with template ``100 + j``). The
+# attributes of the arc, by their place in the vector the loop reads:
+(_HEAD_FORM, _HEAD_UPOS, _HEAD_XPOS, _HEAD_LEMMA, _MOD_FORM, _MOD_UPOS, _MOD_XPOS, _MOD_LEMMA,
+ _MOD_FEATS, _MOD_UPOS_L, _MOD_UPOS_R, _MOD_FORM_L, _MOD_FORM_R, _DIRECTED_DISTANCE) = range(1, 15)
+_N_ARC_ATTRS = 15
+_LABEL_TEMPLATES = _template_table([
+    (_ZERO,),  # 100
+    (_MOD_FORM,),  # 101
+    (_MOD_UPOS,),  # 102
+    (_MOD_XPOS,),  # 103
+    (_MOD_LEMMA,),  # 104
+    (_MOD_FEATS,),  # 105
+    (_HEAD_FORM,),  # 106
+    (_HEAD_UPOS,),  # 107
+    (_HEAD_XPOS,),  # 108
+    (_HEAD_LEMMA,),  # 109
+    (_HEAD_UPOS, _MOD_UPOS),  # 110
+    (_HEAD_FORM, _MOD_FORM),  # 111
+    (_HEAD_UPOS, _MOD_FORM),  # 112
+    (_HEAD_FORM, _MOD_UPOS),  # 113
+    (_HEAD_XPOS, _MOD_XPOS),  # 114
+    (_DIRECTED_DISTANCE,),  # 115
+    (_DIRECTED_DISTANCE, _HEAD_UPOS, _MOD_UPOS),  # 116
+    (_MOD_UPOS_L, _MOD_UPOS),  # 117
+    (_MOD_UPOS, _MOD_UPOS_R),  # 118
+    (_MOD_UPOS_L, _MOD_UPOS, _MOD_UPOS_R),  # 119
+    (_MOD_LEMMA, _DIRECTED_DISTANCE),  # 120
+    (_MOD_FEATS, _MOD_UPOS),  # 121
+    (_HEAD_LEMMA, _MOD_LEMMA),  # 122
+    (_MOD_FORM_L, _MOD_UPOS),  # 123
+    (_MOD_UPOS, _MOD_FORM_R),  # 124
+    (_HEAD_XPOS, _MOD_XPOS, _DIRECTED_DISTANCE),  # 125
+    (_MOD_XPOS, _DIRECTED_DISTANCE),  # 126
+])
+_N_LABEL_TEMPLATES = 27
+
+
 @njit
 def max_arc_features(n):
     """Size of a buffer that holds the features of any arc of ``n`` words."""
@@ -170,16 +293,6 @@ def _s3(t, a, b, c):
 
 
 @njit
-def _v2(a, b):
-    return _mix(a * _PRIME, b)
-
-
-@njit
-def _v3(a, b, c):
-    return _mix(_mix(a * _PRIME, b), c)
-
-
-@njit
 def token_states(tokens, start, n, HS, MS, aux):
     """Head-side (``HS``) and modifier-side (``MS``) hashes of every template.
 
@@ -207,133 +320,35 @@ def token_states(tokens, start, n, HS, MS, aux):
                 else:
                     n_x += 1
             aux[i, dest] = j
+    v = np.empty(_N_WORD_ATTRS, dtype=np.int64)
+    v[_ZERO] = 0
     for i in range(n + 1):
-        w = _attr(tokens, start, n, i, FORM)
-        p = _attr(tokens, start, n, i, UPOS)
-        x = _attr(tokens, start, n, i, XPOS)
-        lem = _attr(tokens, start, n, i, LEMMA)
-        pre = _attr(tokens, start, n, i, PREFIX)
-        f = _attr(tokens, start, n, i, FEATS)
-        p_l = _attr(tokens, start, n, i - 1, UPOS)
-        p_r = _attr(tokens, start, n, i + 1, UPOS)
-        x_l = _attr(tokens, start, n, i - 1, XPOS)
-        x_r = _attr(tokens, start, n, i + 1, XPOS)
-        w_l = _attr(tokens, start, n, i - 1, FORM)
-        w_r = _attr(tokens, start, n, i + 1, FORM)
-        H = HS[i]
-        M = MS[i]
-        # Head side.
-        H[0] = _s2(0, w, p)
-        H[1] = _s(1, w)
-        H[2] = _s(2, p)
-        H[3] = _s(3, 0)
-        H[4] = _s(4, 0)
-        H[5] = _s(5, 0)
-        H[6] = _s2(6, w, p)
-        H[7] = _s(7, p)
-        H[8] = _s(8, w)
-        H[9] = _s2(9, w, p)
-        H[10] = _s2(10, w, p)
-        H[11] = _s(11, w)
-        H[12] = _s(12, p)
-        H[13] = _s2(13, pre, p)
-        H[14] = _s(14, p)
-        H[15] = _s2(15, pre, p)
-        H[16] = _s(16, pre)
-        H[17] = _s2(17, p, p_r)
-        H[18] = _s2(18, p_l, p)
-        H[19] = _s2(19, p, p_r)
-        H[20] = _s2(20, p_l, p)
-        H[21] = _s2(21, p, p_r)
-        H[22] = _s(22, p)
-        H[23] = _s2(23, p_l, p)
-        H[24] = _s(24, p)
-        H[25] = _s(25, 0)
-        H[26] = _s2(26, w_l, p)
-        H[27] = _s2(27, w_r, p)
-        H[28] = _s(28, p)
-        H[29] = _s(29, p)
-        H[30] = _s(30, w)
-        H[31] = _s(31, w)
-        H[32] = _s3(32, p_l, p, p_r)
-        H[33] = _s(33, p)
-        H[34] = _s3(34, p_l, p, p_r)
-        H[35] = _s(35, w)
-        H[36] = _s(36, x)
-        H[37] = _s(37, x)
-        H[38] = _s2(38, w, x)
-        H[39] = _s2(39, x, x_r)
-        H[40] = _s2(40, x_l, x)
-        H[41] = _s(41, lem)
-        H[42] = _s(42, lem)
-        H[43] = _s(43, p)
-        H[44] = _s2(44, lem, p)
-        H[45] = _s(45, x)
-        H[46] = _s(46, lem)
-        H[47] = _s(47, p)
-        H[48] = _s2(48, w, x)
-        H[49] = _s(49, x)
-        H[50] = _s(50, w)
-        H[51] = _s2(51, w, x)
-        H[52] = _s2(52, w, x)
-        H[53] = _s2(53, x, x_r)
-        H[54] = _s2(54, x_l, x)
-        # Modifier side.
-        M[0] = 0
-        M[1] = 0
-        M[2] = 0
-        M[3] = _v2(w, p)
-        M[4] = w
-        M[5] = p
-        M[6] = _v2(w, p)
-        M[7] = _v2(w, p)
-        M[8] = _v2(w, p)
-        M[9] = p
-        M[10] = w
-        M[11] = w
-        M[12] = p
-        M[13] = _v2(pre, p)
-        M[14] = _v2(pre, p)
-        M[15] = p
-        M[16] = pre
-        M[17] = _v2(p_l, p)
-        M[18] = _v2(p_l, p)
-        M[19] = _v2(p, p_r)
-        M[20] = _v2(p, p_r)
-        M[21] = p
-        M[22] = _v2(p_l, p)
-        M[23] = p
-        M[24] = _v2(p, p_r)
-        M[25] = 0
-        M[26] = p
-        M[27] = p
-        M[28] = _v2(w_l, p)
-        M[29] = _v2(w_r, p)
-        M[30] = _v2(p, p_r)
-        M[31] = _v2(p_l, p)
-        M[32] = p
-        M[33] = _v3(p_l, p, p_r)
-        M[34] = w
-        M[35] = _v3(p_l, p, p_r)
-        M[36] = x
-        M[37] = _v2(x, w)
-        M[38] = x
-        M[39] = _v2(x_l, x)
-        M[40] = _v2(x, x_r)
-        M[41] = lem
-        M[42] = p
-        M[43] = lem
-        M[44] = x
-        M[45] = _v2(lem, p)
-        M[46] = f
-        M[47] = _v2(p, f)
-        M[48] = _v2(w, x)
-        M[49] = _v2(w, x)
-        M[50] = _v2(w, x)
-        M[51] = x
-        M[52] = w
-        M[53] = _v2(x, x_r)
-        M[54] = _v2(x_l, x)
+        v[_FORM_] = _attr(tokens, start, n, i, FORM)
+        v[_UPOS_] = _attr(tokens, start, n, i, UPOS)
+        v[_XPOS_] = _attr(tokens, start, n, i, XPOS)
+        v[_LEMMA_] = _attr(tokens, start, n, i, LEMMA)
+        v[_PREFIX_] = _attr(tokens, start, n, i, PREFIX)
+        v[_FEATS_] = _attr(tokens, start, n, i, FEATS)
+        v[_UPOS_L] = _attr(tokens, start, n, i - 1, UPOS)
+        v[_UPOS_R] = _attr(tokens, start, n, i + 1, UPOS)
+        v[_XPOS_L] = _attr(tokens, start, n, i - 1, XPOS)
+        v[_XPOS_R] = _attr(tokens, start, n, i + 1, XPOS)
+        v[_FORM_L] = _attr(tokens, start, n, i - 1, FORM)
+        v[_FORM_R] = _attr(tokens, start, n, i + 1, FORM)
+        for t in range(N_TEMPLATES):
+            state = (t + 1) * 2654435761
+            for j in range(1, _HEAD_TEMPLATES[t, 0] + 1):
+                state = _mix(state, v[_HEAD_TEMPLATES[t, j]])
+            HS[i, t] = state
+            arity = _MODIFIER_TEMPLATES[t, 0]
+            state = 0
+            if arity > 0:
+                state = v[_MODIFIER_TEMPLATES[t, 1]]
+            if arity > 1:
+                state *= _PRIME
+                for j in range(2, arity + 1):
+                    state = _mix(state, v[_MODIFIER_TEMPLATES[t, j]])
+            MS[i, t] = state
 
 
 @njit
@@ -492,48 +507,28 @@ def label_features(tokens, start, n, h, m, mask, out):
     """
     right = h < m
     d = m - h if right else h - m
-    ddv = distance_bin(d) + (7 if right else 0)
-    hw = _attr(tokens, start, n, h, FORM)
-    hp = _attr(tokens, start, n, h, UPOS)
-    hx = _attr(tokens, start, n, h, XPOS)
-    hl = _attr(tokens, start, n, h, LEMMA)
-    mw = _attr(tokens, start, n, m, FORM)
-    mp = _attr(tokens, start, n, m, UPOS)
-    mx = _attr(tokens, start, n, m, XPOS)
-    ml = _attr(tokens, start, n, m, LEMMA)
-    mf = _attr(tokens, start, n, m, FEATS)
-    mp_l = _attr(tokens, start, n, m - 1, UPOS)
-    mp_r = _attr(tokens, start, n, m + 1, UPOS)
-    mw_l = _attr(tokens, start, n, m - 1, FORM)
-    mw_r = _attr(tokens, start, n, m + 1, FORM)
-    out[0] = _s(100, 0)
-    out[1] = _s(101, mw)
-    out[2] = _s(102, mp)
-    out[3] = _s(103, mx)
-    out[4] = _s(104, ml)
-    out[5] = _s(105, mf)
-    out[6] = _s(106, hw)
-    out[7] = _s(107, hp)
-    out[8] = _s(108, hx)
-    out[9] = _s(109, hl)
-    out[10] = _s2(110, hp, mp)
-    out[11] = _s2(111, hw, mw)
-    out[12] = _s2(112, hp, mw)
-    out[13] = _s2(113, hw, mp)
-    out[14] = _s2(114, hx, mx)
-    out[15] = _s(115, ddv)
-    out[16] = _s3(116, ddv, hp, mp)
-    out[17] = _s2(117, mp_l, mp)
-    out[18] = _s2(118, mp, mp_r)
-    out[19] = _s3(119, mp_l, mp, mp_r)
-    out[20] = _s2(120, ml, ddv)
-    out[21] = _s2(121, mf, mp)
-    out[22] = _s2(122, hl, ml)
-    out[23] = _s2(123, mw_l, mp)
-    out[24] = _s2(124, mp, mw_r)
-    out[25] = _s3(125, hx, mx, ddv)
-    out[26] = _s2(126, mx, ddv)
-    return 27
+    v = np.empty(_N_ARC_ATTRS, dtype=np.int64)
+    v[_ZERO] = 0
+    v[_DIRECTED_DISTANCE] = distance_bin(d) + (7 if right else 0)
+    v[_HEAD_FORM] = _attr(tokens, start, n, h, FORM)
+    v[_HEAD_UPOS] = _attr(tokens, start, n, h, UPOS)
+    v[_HEAD_XPOS] = _attr(tokens, start, n, h, XPOS)
+    v[_HEAD_LEMMA] = _attr(tokens, start, n, h, LEMMA)
+    v[_MOD_FORM] = _attr(tokens, start, n, m, FORM)
+    v[_MOD_UPOS] = _attr(tokens, start, n, m, UPOS)
+    v[_MOD_XPOS] = _attr(tokens, start, n, m, XPOS)
+    v[_MOD_LEMMA] = _attr(tokens, start, n, m, LEMMA)
+    v[_MOD_FEATS] = _attr(tokens, start, n, m, FEATS)
+    v[_MOD_UPOS_L] = _attr(tokens, start, n, m - 1, UPOS)
+    v[_MOD_UPOS_R] = _attr(tokens, start, n, m + 1, UPOS)
+    v[_MOD_FORM_L] = _attr(tokens, start, n, m - 1, FORM)
+    v[_MOD_FORM_R] = _attr(tokens, start, n, m + 1, FORM)
+    for j in range(_N_LABEL_TEMPLATES):
+        state = (101 + j) * 2654435761
+        for a in range(1, _LABEL_TEMPLATES[j, 0] + 1):
+            state = _mix(state, v[_LABEL_TEMPLATES[j, a]])
+        out[j] = state
+    return _N_LABEL_TEMPLATES
 
 
 # Labels conjoined with one relation feature lie in one aligned block of

@@ -244,10 +244,12 @@ def relaxed_step(IDX, VAL, nnz, B, theta, p, k, u):
 
 
 # The growers copy with loops: a slice assignment would compile numba's
-# shape-mismatch error path (string formatting) into every caller.
+# shape-mismatch error path (string formatting) into every caller. One
+# grower per dtype: ``np.zeros(..., dtype=A.dtype)`` would compile numba's
+# allocation once more for every dtype object, on top of these.
 @njit(inline="always")
-def _grow_rows(A, cap):
-    out = np.zeros((cap, A.shape[1]), dtype=A.dtype)
+def _grow_int_rows(A, cap):
+    out = np.zeros((cap, A.shape[1]), dtype=np.int64)
     for i in range(A.shape[0]):
         for j in range(A.shape[1]):
             out[i, j] = A[i, j]
@@ -255,8 +257,25 @@ def _grow_rows(A, cap):
 
 
 @njit(inline="always")
+def _grow_rows(A, cap):
+    out = np.zeros((cap, A.shape[1]))
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            out[i, j] = A[i, j]
+    return out
+
+
+@njit(inline="always")
+def _grow_int_vec(a, cap):
+    out = np.zeros(cap, dtype=np.int64)
+    for i in range(a.shape[0]):
+        out[i] = a[i]
+    return out
+
+
+@njit(inline="always")
 def _grow_vec(a, cap):
-    out = np.zeros(cap, dtype=a.dtype)
+    out = np.zeros(cap)
     for i in range(a.shape[0]):
         out[i] = a[i]
     return out
@@ -274,10 +293,10 @@ def _grow_square(A, cap):
 # Structure kinds of the shared active-set loop. The loop branches on them
 # with plain ``if``s: jitted oracles are never passed as arguments (a cached
 # numba function that receives another jitted function as an argument misses
-# the on-disk cache in every new process). The loop and the oracle switch
-# are inlined into one entry kernel per kind, each calling them with a
-# constant kind, so numba prunes the other kinds' branches and each entry
-# compiles only its own oracle.
+# the on-disk cache in every new process). The loop is compiled once per
+# kind (:func:`_active_set_kernel`), with the kind a constant, so numba
+# prunes the other kinds' branches and each kernel compiles only its own
+# oracle.
 _TREE = 0
 _SEQUENCE = 1
 _PTREE = 2
@@ -353,9 +372,8 @@ def _oracle(kind, scores, eta_v, n, K, single_root, row, m, nv, work, f_mat, i_m
     return _sequence_oracle(scores, eta_v.reshape(K, K), n, K, row, m, nv)
 
 
-@njit(inline="always")
-def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_tol):
-    """The whole active-set solver (thesis Alg. 1) for one structure ``kind``.
+def _active_set_kernel(kind):
+    """The whole active-set solver (thesis Alg. 1), compiled for one structure ``kind``.
 
     The compiled twin of ``_solve_active_set`` started from the MAP: the
     same steps in the same order, without a Python round trip per iteration
@@ -367,193 +385,208 @@ def _active_set_loop(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_t
     identified by their rows in ``H`` (heads or labels), equivalent to
     comparing their indicator vectors.
 
-    Returns the support arrays (``IDX, VAL, nnz``: the sparse unary rows;
-    ``N, H, theta, p``; ``k`` rows in use), ``n_iter``, the gap, whether it
-    converged, and a status: 0 solved, 1 no structure has a finite score, 2
-    the MAP structure's score is not finite (the sum overflows).
+    The kernel is called as ``kernel(eta_u, eta_v, n, K, single_root,
+    max_iter, tol, dep_tol)`` and returns the support arrays (``IDX, VAL,
+    nnz``: the sparse unary rows; ``N, H, theta, p``; ``k`` rows in use),
+    ``n_iter``, the gap, whether it converged, and a status: 0 solved, 1 no
+    structure has a finite score, 2 the MAP structure's score is not finite
+    (the sum overflows).
+
+    ``kind`` is a constant of the closure, so numba compiles only that
+    kind's oracle and workspaces. A closure rather than an inlined body: the
+    inliner copies the whole body's IR at every call, which cost more compile
+    time than the body's own typing.
     """
-    n_u = eta_u.shape[0]
-    n_v = eta_v.shape[0]
-    # Rows of H, size of the arc score matrix, of the Chu-Liu-Edmonds and of
-    # Eisner's workspaces (0: not used by this kind).
-    if kind == _TREE:
-        n_row = n + 1
-        n_mat = n + 1
-        n_cle = n + 1
-        n_eis = 0
-    elif kind == _PTREE:
-        n_row = n + 1
-        n_mat = n + 1
-        n_cle = 0
-        n_eis = n + 1
-    else:
-        n_row = n
-        n_mat = 0
-        n_cle = 0
-        n_eis = 0
-    cap = 16
-    # Unary rows, sparse: a tree (n arcs) and a label sequence (n labels) use
-    # exactly n parts each, so rows of width n never need to grow.
-    width = max(n, 1)
-    IDX = np.zeros((cap, width), dtype=np.int64)
-    VAL = np.zeros((cap, width))
-    N = np.zeros((cap, n_v))
-    nnz = np.zeros(cap, dtype=np.int64)
-    B = np.zeros((cap + 1, cap + 1))
-    theta = np.zeros(cap)
-    p = np.zeros(cap)
-    coef = np.zeros(cap)
-    H = np.zeros((cap, n_row), dtype=np.int64)
-    row = np.zeros(n_row, dtype=np.int64)
-    m = np.zeros(n_u)
-    nv = np.zeros(n_v)
-    w = np.empty(n_u)
-    u = np.zeros(n_u)
-    dropped = np.empty(n_row, dtype=np.int64)
-    # The oracles' work arrays, allocated once for every oracle call.
-    work = np.empty((n_mat, n_mat))
-    f_mat, i_mat, i_vec, b_vec, f_vec = cle_workspace(n_cle)
-    e_f_mat, e_i_mat, e_stack = eisner_workspace(n_eis)
-    has_dropped = False
-    if not _oracle(kind, eta_u, eta_v, n, K, single_root, row, m, nv, work, f_mat, i_mat,
-                   i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack):
-        return IDX, VAL, nnz, N, H, theta, p, 0, 0, np.inf, False, 1
-    k = 0
-    # As _vertex: unary then higher-order parts, never 0 * -inf.
-    th = masked_dot(eta_u, m) + masked_dot(eta_v, nv)
-    if not np.isfinite(th):
-        return IDX, VAL, nnz, N, H, theta, p, 0, 0, np.inf, False, 2
-    prob = 1.0
-    gap = np.inf
-    converged = False
-    n_iter = 0
-    first = True
-    while True:
-        if not first:
-            if n_iter == max_iter:
-                break
-            n_iter += 1
-            # Relaxed QP (eq. 4.9); if infeasible, the step of eq. 4.10.
-            blocking, gamma = relaxed_step(IDX, VAL, nnz, B, theta, p, k, u)
-            if blocking >= 0:
-                if gamma == 0.0:
-                    for t in range(n_row):
-                        dropped[t] = H[blocking, t]
-                    has_dropped = True
-                else:
-                    has_dropped = False
-                k = _remove_nonpositive(IDX, VAL, nnz, N, B, theta, p, H, k)
-                continue
-            k = _remove_nonpositive(IDX, VAL, nnz, N, B, theta, p, H, k)
-            for a in range(n_u):
-                w[a] = eta_u[a] - u[a]
-            if not _oracle(kind, w, eta_v, n, K, single_root, row, m, nv, work, f_mat,
-                           i_mat, i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack):
-                # Only if sums of huge scores overflow; the generic loop raises.
-                return IDX, VAL, nnz, N, H, theta, p, k, n_iter, gap, False, 1
-            # The same operations, in the same order, as _vertex and
-            # _linear_gap.
-            th = masked_dot(eta_u, m) + masked_dot(eta_v, nv)
-            tp, uu = support_terms(theta, p, k, u)
-            current = tp - uu
-            score = th - masked_dot(m, u)
-            gap = score - current
-            objective = tp - 0.5 * uu
-            if gap <= tol * max(1.0, abs(objective)):
-                converged = True
-                break
-            present = has_dropped and _same_row(dropped.reshape(1, n_row), 0, row)
-            for i in range(k):
-                if present:
-                    break
-                present = _same_row(H, i, row)
-            if present:
-                # Already in (or just dropped from) the support: the gap is
-                # rounding noise, nothing left to add.
-                converged = True
-                break
-            has_dropped = False
-            prob = 0.0
-        first = False
-        # Add the structure, pivoting out dependent ones (see _add_active).
+
+    @njit
+    def active_set(eta_u, eta_v, n, K, single_root, max_iter, tol, dep_tol):
+        n_u = eta_u.shape[0]
+        n_v = eta_v.shape[0]
+        # Rows of H, size of the arc score matrix, of the Chu-Liu-Edmonds and of
+        # Eisner's workspaces (0: not used by this kind).
+        if kind == _TREE:
+            n_row = n + 1
+            n_mat = n + 1
+            n_cle = n + 1
+            n_eis = 0
+        elif kind == _PTREE:
+            n_row = n + 1
+            n_mat = n + 1
+            n_cle = 0
+            n_eis = n + 1
+        else:
+            n_row = n
+            n_mat = 0
+            n_cle = 0
+            n_eis = 0
+        cap = 16
+        # Unary rows, sparse: a tree (n arcs) and a label sequence (n labels) use
+        # exactly n parts each, so rows of width n never need to grow.
+        width = max(n, 1)
+        IDX = np.zeros((cap, width), dtype=np.int64)
+        VAL = np.zeros((cap, width))
+        N = np.zeros((cap, n_v))
+        nnz = np.zeros(cap, dtype=np.int64)
+        B = np.zeros((cap + 1, cap + 1))
+        theta = np.zeros(cap)
+        p = np.zeros(cap)
+        coef = np.zeros(cap)
+        H = np.zeros((cap, n_row), dtype=np.int64)
+        row = np.zeros(n_row, dtype=np.int64)
+        m = np.zeros(n_u)
+        nv = np.zeros(n_v)
+        w = np.empty(n_u)
+        u = np.zeros(n_u)
+        dropped = np.empty(n_row, dtype=np.int64)
+        # The oracles' work arrays, allocated once for every oracle call.
+        work = np.empty((n_mat, n_mat))
+        f_mat, i_mat, i_vec, b_vec, f_vec = cle_workspace(n_cle)
+        e_f_mat, e_i_mat, e_stack = eisner_workspace(n_eis)
+        has_dropped = False
+        if not _oracle(kind, eta_u, eta_v, n, K, single_root, row, m, nv, work, f_mat, i_mat,
+                       i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack):
+            return IDX, VAL, nnz, N, H, theta, p, 0, 0, np.inf, False, 1
+        k = 0
+        # As _vertex: unary then higher-order parts, never 0 * -inf.
+        th = masked_dot(eta_u, m) + masked_dot(eta_v, nv)
+        if not np.isfinite(th):
+            return IDX, VAL, nnz, N, H, theta, p, 0, 0, np.inf, False, 2
+        prob = 1.0
+        gap = np.inf
+        converged = False
+        n_iter = 0
+        first = True
         while True:
-            if k == IDX.shape[0]:
-                # Doubling, but never past the max_iter + 1 structures the
-                # support can reach: the (cap + 1)^2 inverse dominates the
-                # memory of large supports.
-                cap = max(k + 1, min(2 * IDX.shape[0], max_iter + 2))
-                IDX = _grow_rows(IDX, cap)
-                VAL = _grow_rows(VAL, cap)
-                N = _grow_rows(N, cap)
-                H = _grow_rows(H, cap)
-                nnz = _grow_vec(nnz, cap)
-                theta = _grow_vec(theta, cap)
-                p = _grow_vec(p, cap)
-                coef = np.zeros(cap)
-                B = _grow_square(B, cap + 1)
-            if kkt_insert(IDX, VAL, nnz, N, B, theta, p, k, m, nv, th, prob, dep_tol, coef):
-                for t in range(n_row):
-                    H[k, t] = row[t]
-                k += 1
-                break
-            j = -1
-            t_min = np.inf
-            for i in range(k):
-                if coef[i] > 0.0:
-                    r = p[i] / coef[i]
-                    if r < t_min:
-                        t_min = r
-                        j = i
-            if j < 0:
-                j = 0
-            for i in range(k):
-                p[i] = p[i] - t_min * coef[i]
-            p[j] = 0.0
-            prob += t_min
-            k = _remove_nonpositive(IDX, VAL, nnz, N, B, theta, p, H, k)
-        if n_iter == 0:
-            # Normalise the starting distribution (a single structure).
-            s = 0.0
-            for i in range(k):
-                s += p[i]
-            for i in range(k):
-                p[i] /= s
-    return IDX, VAL, nnz, N, H, theta, p, k, n_iter, gap, converged, 0
+            if not first:
+                if n_iter == max_iter:
+                    break
+                n_iter += 1
+                # Relaxed QP (eq. 4.9); if infeasible, the step of eq. 4.10.
+                blocking, gamma = relaxed_step(IDX, VAL, nnz, B, theta, p, k, u)
+                if blocking >= 0:
+                    if gamma == 0.0:
+                        for t in range(n_row):
+                            dropped[t] = H[blocking, t]
+                        has_dropped = True
+                    else:
+                        has_dropped = False
+                    k = _remove_nonpositive(IDX, VAL, nnz, N, B, theta, p, H, k)
+                    continue
+                k = _remove_nonpositive(IDX, VAL, nnz, N, B, theta, p, H, k)
+                for a in range(n_u):
+                    w[a] = eta_u[a] - u[a]
+                if not _oracle(kind, w, eta_v, n, K, single_root, row, m, nv, work, f_mat,
+                               i_mat, i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack):
+                    # Only if sums of huge scores overflow; the generic loop raises.
+                    return IDX, VAL, nnz, N, H, theta, p, k, n_iter, gap, False, 1
+                # The same operations, in the same order, as _vertex and
+                # _linear_gap.
+                th = masked_dot(eta_u, m) + masked_dot(eta_v, nv)
+                tp, uu = support_terms(theta, p, k, u)
+                current = tp - uu
+                score = th - masked_dot(m, u)
+                gap = score - current
+                objective = tp - 0.5 * uu
+                if gap <= tol * max(1.0, abs(objective)):
+                    converged = True
+                    break
+                present = has_dropped and _same_row(dropped.reshape(1, n_row), 0, row)
+                for i in range(k):
+                    if present:
+                        break
+                    present = _same_row(H, i, row)
+                if present:
+                    # Already in (or just dropped from) the support: the gap is
+                    # rounding noise, nothing left to add.
+                    converged = True
+                    break
+                has_dropped = False
+                prob = 0.0
+            first = False
+            # Add the structure, pivoting out dependent ones (see _add_active).
+            while True:
+                if k == IDX.shape[0]:
+                    # Doubling, but never past the max_iter + 1 structures the
+                    # support can reach: the (cap + 1)^2 inverse dominates the
+                    # memory of large supports.
+                    cap = max(k + 1, min(2 * IDX.shape[0], max_iter + 2))
+                    IDX = _grow_int_rows(IDX, cap)
+                    VAL = _grow_rows(VAL, cap)
+                    N = _grow_rows(N, cap)
+                    H = _grow_int_rows(H, cap)
+                    nnz = _grow_int_vec(nnz, cap)
+                    theta = _grow_vec(theta, cap)
+                    p = _grow_vec(p, cap)
+                    coef = np.zeros(cap)
+                    B = _grow_square(B, cap + 1)
+                if kkt_insert(IDX, VAL, nnz, N, B, theta, p, k, m, nv, th, prob, dep_tol, coef):
+                    for t in range(n_row):
+                        H[k, t] = row[t]
+                    k += 1
+                    break
+                j = -1
+                t_min = np.inf
+                for i in range(k):
+                    if coef[i] > 0.0:
+                        r = p[i] / coef[i]
+                        if r < t_min:
+                            t_min = r
+                            j = i
+                j = max(j, 0)
+                for i in range(k):
+                    p[i] = p[i] - t_min * coef[i]
+                p[j] = 0.0
+                prob += t_min
+                k = _remove_nonpositive(IDX, VAL, nnz, N, B, theta, p, H, k)
+            if n_iter == 0:
+                # Normalise the starting distribution (a single structure).
+                s = 0.0
+                for i in range(k):
+                    s += p[i]
+                for i in range(k):
+                    p[i] /= s
+        return IDX, VAL, nnz, N, H, theta, p, k, n_iter, gap, converged, 0
+
+    return active_set
 
 
-@njit
+_active_set_tree = _active_set_kernel(_TREE)
+_active_set_projective_tree = _active_set_kernel(_PTREE)
+_active_set_sequence = _active_set_kernel(_SEQUENCE)
+_NO_TRANSITIONS = np.zeros(0)
+
+
 def active_set_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
     """The whole active-set solver for non-projective dependency trees.
 
-    ``_active_set_loop`` with Chu-Liu-Edmonds as the oracle (``eta_u`` the
-    flat arc scores of ``n`` words). Returns the support (``IDX, VAL,
-    nnz`` the sparse unary indicator rows, ``H`` head rows, ``theta``,
-    ``p``, with ``k`` rows in use), ``n_iter``, the gap, whether it converged, and the status of
-    ``_active_set_loop`` (1: no tree of finite score exists).
+    The compiled solver (:func:`_active_set_kernel`) with Chu-Liu-Edmonds as
+    the oracle (``eta_u`` the flat arc scores of ``n`` words). Returns the
+    support (``IDX, VAL, nnz`` the sparse unary indicator rows, ``H`` head
+    rows, ``theta``, ``p``, with ``k`` rows in use), ``n_iter``, the gap,
+    whether it converged, and the status (1: no tree of finite score
+    exists).
     """
-    IDX, VAL, nnz, _, H, theta, p, k, n_iter, gap, converged, status = _active_set_loop(
-        _TREE, eta_u, np.zeros(0), n, np.int64(0), single_root, max_iter, tol,
-        dep_tol,
+    IDX, VAL, nnz, _, H, theta, p, k, n_iter, gap, converged, status = _active_set_tree(
+        eta_u, _NO_TRANSITIONS, n, 0, single_root, max_iter, tol, dep_tol
     )
     return IDX, VAL, nnz, H, theta, p, k, n_iter, gap, converged, status
 
 
-@njit
 def active_set_projective_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
     """The whole active-set solver for projective dependency trees.
 
-    ``_active_set_loop`` with Eisner's algorithm as the oracle; arguments
-    and returns as :func:`active_set_tree` (status 1: no projective tree of
-    finite score exists).
+    Eisner's algorithm as the oracle; arguments and returns as
+    :func:`active_set_tree` (status 1: no projective tree of finite score
+    exists).
     """
-    IDX, VAL, nnz, _, H, theta, p, k, n_iter, gap, converged, status = _active_set_loop(
-        _PTREE, eta_u, np.zeros(0), n, np.int64(0), single_root, max_iter, tol,
-        dep_tol,
+    IDX, VAL, nnz, _, H, theta, p, k, n_iter, gap, converged, status = (
+        _active_set_projective_tree(
+            eta_u, _NO_TRANSITIONS, n, 0, single_root, max_iter, tol, dep_tol
+        )
     )
     return IDX, VAL, nnz, H, theta, p, k, n_iter, gap, converged, status
 
 
-@njit
 def active_set_sequence(unary_eta, trans, max_iter, tol, dep_tol):
     """The whole active-set solver for linear chains (``Sequence``).
 
@@ -563,14 +596,13 @@ def active_set_sequence(unary_eta, trans, max_iter, tol, dep_tol):
     Returns the support (``IDX, VAL, nnz`` the sparse one-hot rows, ``N``
     transition-count rows, ``Y`` label rows, ``theta``, ``p``, with ``k``
     rows in use),
-    ``n_iter``, the gap, whether it converged, and the status of
-    ``_active_set_loop`` (0 solved, 1 no sequence of finite score, 2 the
-    MAP score overflows).
+    ``n_iter``, the gap, whether it converged, and the status of the solver
+    (0 solved, 1 no sequence of finite score, 2 the MAP score overflows).
     """
     n, K = unary_eta.shape
-    return _active_set_loop(
-        _SEQUENCE, unary_eta.reshape(n * K), trans.reshape(K * K), n, K,
-        np.bool_(False), max_iter, tol, dep_tol,
+    return _active_set_sequence(
+        np.ascontiguousarray(unary_eta).reshape(n * K),
+        np.ascontiguousarray(trans).reshape(K * K), n, K, False, max_iter, tol, dep_tol,
     )
 
 
@@ -578,7 +610,7 @@ def active_set_sequence(unary_eta, trans, max_iter, tol, dep_tol):
 def sparsemap_sequence_parts(unary_eta, trans, max_iter, tol, dep_tol, mu_out, xi_out):
     """SparseMAP posteriors of one chain, for a loss summed over many chains.
 
-    Runs :func:`active_set_sequence`, overwrites ``mu_out`` (``n x K``) with
+    Runs the compiled :func:`active_set_sequence`, overwrites ``mu_out`` (``n x K``) with
     the unary posteriors ``sum_i p_i onehot(y_i)`` and *adds* the expected
     transition counts ``sum_i p_i counts(y_i)`` to ``xi_out`` (``K x K``), so
     that one ``xi_out`` can collect a whole batch. Returns ``sum_i p_i
@@ -588,11 +620,14 @@ def sparsemap_sequence_parts(unary_eta, trans, max_iter, tol, dep_tol, mu_out, x
     sequence of finite score exists (if not, ``mu_out`` is zero, ``xi_out``
     unchanged and the two terms are ``-inf`` and 0).
     """
-    out = active_set_sequence(unary_eta, trans, max_iter, tol, dep_tol)
+    n, K = unary_eta.shape
+    out = _active_set_sequence(
+        unary_eta.reshape(n * K), trans.reshape(K * K), n, K, np.bool_(False), max_iter, tol,
+        dep_tol,
+    )
     Y, theta, p, k, n_iter, converged, status = (
         out[4], out[5], out[6], out[7], out[8], out[10], out[11]
     )
-    n, K = unary_eta.shape
     for i in range(n):
         for a in range(K):
             mu_out[i, a] = 0.0
@@ -632,10 +667,12 @@ def active_set_arc_scores(S, projective, single_root, max_iter, tol, dep_tol):
             elif h > m:
                 eta[base + h - 1] = S[h, m]
     if projective:
-        out = active_set_projective_tree(eta, n, single_root, max_iter, tol, dep_tol)
+        out = _active_set_projective_tree(eta, np.zeros(0), n, np.int64(0), single_root,
+                                          max_iter, tol, dep_tol)
     else:
-        out = active_set_tree(eta, n, single_root, max_iter, tol, dep_tol)
-    H, theta, p, k, converged, status = out[3], out[4], out[5], out[6], out[9], out[10]
+        out = _active_set_tree(eta, np.zeros(0), n, np.int64(0), single_root, max_iter, tol,
+                               dep_tol)
+    H, theta, p, k, converged, status = out[4], out[5], out[6], out[7], out[10], out[11]
     return H, p, theta, k, converged, status
 
 

@@ -373,7 +373,6 @@ def _update_chunk(idx, G, W, A, R, DS, cnt, step, w, opt, rule):
         opt[i, ACC] = A[k]
 
 
-@njit
 def split_batches(order, costs, batch_size, n_parts, part_of):
     """Share each mini-batch of ``order`` out into ``n_parts`` of about equal cost.
 
@@ -384,16 +383,29 @@ def split_batches(order, costs, batch_size, n_parts, part_of):
     The parts depend on the samples only, never on the number of threads,
     so results are identical for every ``n_jobs``.
     """
+    order = np.asarray(order, dtype=np.int64)
+    cost = np.asarray(costs, dtype=np.float64)[order]
+    batch = np.arange(order.shape[0]) // batch_size
+    # By batch, then costliest first; lexsort is stable, so ties keep their
+    # order (NumPy sorts here: numba's generic sort compiles slowly).
+    ranked = np.lexsort((-cost, batch))
+    _assign_parts(ranked, cost, batch_size, n_parts, part_of)
+
+
+@njit
+def _assign_parts(ranked, cost, batch_size, n_parts, part_of):
+    """The LPT rule of :func:`split_batches` on each batch's ranked entries."""
     load = np.empty(n_parts)
-    for b in range(0, order.shape[0], batch_size):
-        e = min(b + batch_size, order.shape[0])
-        cost = np.empty(e - b)
-        for i in range(b, e):
-            cost[i - b] = costs[order[i]]
-        load[:] = 0.0
-        for i in np.argsort(-cost, kind="mergesort"):
-            p = np.argmin(load)
-            part_of[b + i] = p
+    for b in range(0, ranked.shape[0], batch_size):
+        for p in range(n_parts):
+            load[p] = 0.0
+        for j in range(b, min(b + batch_size, ranked.shape[0])):
+            i = ranked[j]
+            p = 0
+            for q in range(1, n_parts):
+                if load[q] < load[p]:
+                    p = q
+            part_of[i] = p
             load[p] += cost[i]
 
 

@@ -32,8 +32,17 @@ def arc_allowed(tokens, start, h, m, keys, use_filter):
     if not use_filter or h == 0 or h - m == 1 or m - h == 1:
         return True
     key = arc_filter_key(tokens, start, h, m)
-    i = np.searchsorted(keys, key)
-    return i < keys.shape[0] and keys[i] == key
+    # Binary search written out: np.searchsorted would compile numba's generic
+    # comparisons (complex numbers included), slower to compile than this kernel.
+    lo = 0
+    hi = keys.shape[0]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if keys[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < keys.shape[0] and keys[lo] == key
 
 
 @njit

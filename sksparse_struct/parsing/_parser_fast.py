@@ -7,7 +7,7 @@ holds the gold (training) head of every row (-1 on root rows) and
 ``labels`` the relation label index (-1 on root rows, or everywhere when no
 labels are learnt).
 
-Training (:func:`train_part`) scores a sentence's arcs
+Training (``train_part``, compiled per loss by :func:`train_kernel`) scores a sentence's arcs
 (``_scoring_fast``), computes its loss and the gradient with respect to the
 arc scores (``losses._tree_fast``), and pushes that gradient through the
 hashed features into the online learner's sparse gradient.
@@ -38,8 +38,8 @@ from ._scoring_fast import (
     sparsified,
 )
 
-__all__ = ["ArcModel", "TrainingOptions", "Treebank", "decode_kernel", "decode_part",
-           "score_sentence", "train_kernel", "train_part"]
+__all__ = ["ArcModel", "TrainingOptions", "Treebank", "decode_kernel", "score_sentence",
+           "train_kernel"]
 
 
 class Treebank(NamedTuple):
@@ -129,154 +129,164 @@ def _square(buffer, n):
     return buffer[: n * n].reshape(n, n)
 
 
-@njit(inline="always")
-def train_part(kind, projective, treebank, model, options, sent_ids, w, gradient, part, stamp,
-               losses, label_losses):
-    """Losses and gradients of the sentences ``sent_ids`` (one part of a mini-batch).
+def _train_part_kernel(kind, projective):
+    """:func:`train_part` compiled for the loss ``kind`` on (non-)projective trees."""
 
-    Adds the gradients to part ``part`` of ``gradient`` (a
-    ``SparseGradient``; ``stamp`` is the step number) and sets its
-    ``n_touched[part]``; writes each sentence's parsing loss and
-    relation-label loss (multiclass hinge with margin
-    ``options.label_margin``) into ``losses`` / ``label_losses`` (indexed
-    like ``sent_ids``). Gradient entries below ``options.min_gradient`` in
-    absolute value go through :func:`sparsified` (keyed by ``options.seed``,
-    ``stamp``, the sentence and the arc): the CRF's marginals are dense but
-    mostly tiny, and pushing every arc's features would dominate its epochs;
-    the sparsified gradient has the same expectation. Returns the number of
-    SparseMAP solves that did not converge.
+    @njit
+    def train_part(treebank, model, options, sent_ids, w, gradient, part, stamp, losses,
+                   label_losses):
+        """Losses and gradients of the sentences ``sent_ids`` (one part of a mini-batch).
 
-    ``kind`` (the loss, ``options.kind``) and ``projective``
-    (``model.projective``) are constants at the call site
-    (:func:`train_kernel`): the body is inlined and only the branches of
-    that loss and tree kind are compiled.
-    """
-    tokens = treebank.tokens
-    offsets = treebank.offsets
-    gold = treebank.heads
-    gold_labels = treebank.labels
-    preset = model.preset
-    mask = model.mask
-    n_labels = model.n_labels
-    min_gradient = options.min_gradient
-    seed = options.seed
-    L = _longest(offsets, sent_ids)
-    S = np.empty((L + 1) * (L + 1))
-    D = np.empty((L + 1) * (L + 1))
-    A = np.empty((L + 1) * (L + 1))
-    heads = np.empty(L + 1, dtype=np.int64)
-    HS, MS, aux, buf = new_states(L)
-    buf2 = np.empty_like(buf)
-    shift = index_shift(mask)
-    fbuf, bases, lab_s = label_work(n_labels)
-    grad = gradient.values
-    touched = gradient.touched[part]
-    col = 2 * part
-    n_touched = 0
-    not_converged = 0
-    for t in range(sent_ids.shape[0]):
-        s = sent_ids[t]
-        start = offsets[s]
-        n = offsets[s + 1] - start - 1
-        Ss = _square(S, n + 1)
-        Ds = _square(D, n + 1)
-        As = _square(A, n + 1)
-        sentence_scores(tokens, start, n, w, preset, mask, model.keys, model.use_filter, Ss,
-                        HS, MS, aux, buf, buf2)
-        loss, converged = tree_loss(
-            kind, Ss, gold[start:start + n + 1], n, projective,
-            model.single_root, options.sparsemap, Ds, heads, As,
-        )
-        if not converged:
-            not_converged += 1
-        losses[t] = loss
-        for h in range(n + 1):
-            for m in range(1, n + 1):
-                if h == m:
-                    continue
-                v = sparsified(Ds[h, m], min_gradient, seed, stamp, s, h * (n + 1) + m)
-                if v != 0.0:
-                    n_touched = add_arc(tokens, start, n, h, m, v, preset, HS, MS, aux,
-                                        shift, mask, buf, grad, col, touched, n_touched,
-                                        stamp)
-        label_loss = 0.0
-        if n_labels > 0:
-            for m in range(1, n + 1):
-                h = gold[start + m]
-                y = gold_labels[start + m]
-                k = label_scores(tokens, start, n, h, m, w, n_labels, shift, mask, fbuf,
-                                 bases, lab_s)
-                best = -1
-                best_score = -np.inf
-                for lab in range(n_labels):
-                    v = lab_s[lab] + (0.0 if lab == y else options.label_margin)
-                    if v > best_score:
-                        best_score = v
-                        best = lab
-                if best != y:
-                    label_loss += best_score - lab_s[y]
-                    for j in range(k):
-                        n_touched = push(label_index(fbuf[j], best, shift, mask), 1.0,
-                                         grad, col, touched, n_touched, stamp)
-                        n_touched = push(label_index(fbuf[j], y, shift, mask), -1.0,
-                                         grad, col, touched, n_touched, stamp)
-        label_losses[t] = label_loss
-    gradient.n_touched[part] = n_touched
-    return not_converged
+        Adds the gradients to part ``part`` of ``gradient`` (a
+        ``SparseGradient``; ``stamp`` is the step number) and sets its
+        ``n_touched[part]``; writes each sentence's parsing loss and
+        relation-label loss (multiclass hinge with margin
+        ``options.label_margin``) into ``losses`` / ``label_losses`` (indexed
+        like ``sent_ids``). Gradient entries below ``options.min_gradient`` in
+        absolute value go through :func:`sparsified` (keyed by ``options.seed``,
+        ``stamp``, the sentence and the arc): the CRF's marginals are dense but
+        mostly tiny, and pushing every arc's features would dominate its epochs;
+        the sparsified gradient has the same expectation. Returns the number of
+        SparseMAP solves that did not converge.
 
-
-@njit(inline="always")
-def decode_part(projective, treebank, model, sent_ids, w, heads_out, labels_out):
-    """MAP trees (and best labels of their arcs) of the sentences ``sent_ids``.
-
-    With ``model.root_label >= 0`` (the index of UD's ``root`` relation),
-    the words attached to the root get it and no other word does.
-
-    Writes rows of ``heads_out`` / ``labels_out`` (the stacked layout of
-    ``treebank.tokens``). Returns the index of the first sentence without a
-    tree, or -1. ``projective`` (``model.projective``) is a constant at the
-    call site (:func:`decode_kernel`).
-    """
-    tokens = treebank.tokens
-    offsets = treebank.offsets
-    mask = model.mask
-    n_labels = model.n_labels
-    root_label = model.root_label
-    L = _longest(offsets, sent_ids)
-    S = np.empty((L + 1) * (L + 1))
-    HS, MS, aux, buf = new_states(L)
-    buf2 = np.empty_like(buf)
-    shift = index_shift(mask)
-    fbuf, bases, lab_s = label_work(n_labels)
-    row = np.empty(L + 1, dtype=np.int64)
-    for t in range(sent_ids.shape[0]):
-        s = sent_ids[t]
-        start = offsets[s]
-        n = offsets[s + 1] - start - 1
-        Ss = _square(S, n + 1)
-        sentence_scores(tokens, start, n, w, model.preset, mask, model.keys, model.use_filter,
-                        Ss, HS, MS, aux, buf, buf2)
-        hr = row[: n + 1]
-        if not best_tree(Ss, projective, model.single_root, hr):
-            return s
-        for m in range(n + 1):
-            heads_out[start + m] = hr[m]
-        labels_out[start] = -1
-        if n_labels > 0:
-            for m in range(1, n + 1):
-                if hr[m] == 0 and root_label >= 0:
-                    labels_out[start + m] = root_label
-                    continue
-                label_scores(tokens, start, n, hr[m], m, w, n_labels, shift, mask, fbuf, bases,
-                             lab_s)
-                best = -1
-                for lab in range(n_labels):
-                    if lab == root_label:
+        ``kind`` (the loss, ``options.kind``) and ``projective``
+        (``model.projective``) are constants of the closure
+        (:func:`train_kernel` gives the one a model needs): only the branches of
+        that loss and tree kind are compiled.
+        """
+        tokens = treebank.tokens
+        offsets = treebank.offsets
+        gold = treebank.heads
+        gold_labels = treebank.labels
+        preset = model.preset
+        mask = model.mask
+        n_labels = model.n_labels
+        min_gradient = options.min_gradient
+        seed = options.seed
+        L = _longest(offsets, sent_ids)
+        S = np.empty((L + 1) * (L + 1))
+        D = np.empty((L + 1) * (L + 1))
+        A = np.empty((L + 1) * (L + 1))
+        heads = np.empty(L + 1, dtype=np.int64)
+        HS, MS, aux, buf = new_states(L)
+        buf2 = np.empty_like(buf)
+        shift = index_shift(mask)
+        fbuf, bases, lab_s = label_work(n_labels)
+        grad = gradient.values
+        touched = gradient.touched[part]
+        col = 2 * part
+        n_touched = 0
+        not_converged = 0
+        for t in range(sent_ids.shape[0]):
+            s = sent_ids[t]
+            start = offsets[s]
+            n = offsets[s + 1] - start - 1
+            Ss = _square(S, n + 1)
+            Ds = _square(D, n + 1)
+            As = _square(A, n + 1)
+            sentence_scores(tokens, start, n, w, preset, mask, model.keys, model.use_filter, Ss,
+                            HS, MS, aux, buf, buf2)
+            loss, converged = tree_loss(
+                kind, Ss, gold[start:start + n + 1], n, projective,
+                model.single_root, options.sparsemap, Ds, heads, As,
+            )
+            if not converged:
+                not_converged += 1
+            losses[t] = loss
+            for h in range(n + 1):
+                for m in range(1, n + 1):
+                    if h == m:
                         continue
-                    if best < 0 or lab_s[lab] > lab_s[best]:
-                        best = lab
-                labels_out[start + m] = best if best >= 0 else root_label
-    return -1
+                    v = sparsified(Ds[h, m], min_gradient, seed, stamp, s, h * (n + 1) + m)
+                    if v != 0.0:
+                        n_touched = add_arc(tokens, start, n, h, m, v, preset, HS, MS, aux,
+                                            shift, mask, buf, grad, col, touched, n_touched,
+                                            stamp)
+            label_loss = 0.0
+            if n_labels > 0:
+                for m in range(1, n + 1):
+                    h = gold[start + m]
+                    y = gold_labels[start + m]
+                    k = label_scores(tokens, start, n, h, m, w, n_labels, shift, mask, fbuf,
+                                     bases, lab_s)
+                    best = -1
+                    best_score = -np.inf
+                    for lab in range(n_labels):
+                        v = lab_s[lab] + (0.0 if lab == y else options.label_margin)
+                        if v > best_score:
+                            best_score = v
+                            best = lab
+                    if best != y:
+                        label_loss += best_score - lab_s[y]
+                        for j in range(k):
+                            n_touched = push(label_index(fbuf[j], best, shift, mask), 1.0,
+                                             grad, col, touched, n_touched, stamp)
+                            n_touched = push(label_index(fbuf[j], y, shift, mask), -1.0,
+                                             grad, col, touched, n_touched, stamp)
+            label_losses[t] = label_loss
+        gradient.n_touched[part] = n_touched
+        return not_converged
+
+    return train_part
+
+
+def _decode_part_kernel(projective):
+    """:func:`decode_part` compiled for (non-)projective trees."""
+
+    @njit
+    def decode_part(treebank, model, sent_ids, w, heads_out, labels_out):
+        """MAP trees (and best labels of their arcs) of the sentences ``sent_ids``.
+
+        With ``model.root_label >= 0`` (the index of UD's ``root`` relation),
+        the words attached to the root get it and no other word does.
+
+        Writes rows of ``heads_out`` / ``labels_out`` (the stacked layout of
+        ``treebank.tokens``). Returns the index of the first sentence without a
+        tree, or -1. ``projective`` (``model.projective``) is a constant of the
+        closure (:func:`decode_kernel`).
+        """
+        tokens = treebank.tokens
+        offsets = treebank.offsets
+        mask = model.mask
+        n_labels = model.n_labels
+        root_label = model.root_label
+        L = _longest(offsets, sent_ids)
+        S = np.empty((L + 1) * (L + 1))
+        HS, MS, aux, buf = new_states(L)
+        buf2 = np.empty_like(buf)
+        shift = index_shift(mask)
+        fbuf, bases, lab_s = label_work(n_labels)
+        row = np.empty(L + 1, dtype=np.int64)
+        for t in range(sent_ids.shape[0]):
+            s = sent_ids[t]
+            start = offsets[s]
+            n = offsets[s + 1] - start - 1
+            Ss = _square(S, n + 1)
+            sentence_scores(tokens, start, n, w, model.preset, mask, model.keys, model.use_filter,
+                            Ss, HS, MS, aux, buf, buf2)
+            hr = row[: n + 1]
+            if not best_tree(Ss, projective, model.single_root, hr):
+                return s
+            for m in range(n + 1):
+                heads_out[start + m] = hr[m]
+            labels_out[start] = -1
+            if n_labels > 0:
+                for m in range(1, n + 1):
+                    if hr[m] == 0 and root_label >= 0:
+                        labels_out[start + m] = root_label
+                        continue
+                    label_scores(tokens, start, n, hr[m], m, w, n_labels, shift, mask, fbuf, bases,
+                                 lab_s)
+                    best = -1
+                    for lab in range(n_labels):
+                        if lab == root_label:
+                            continue
+                        if best < 0 or lab_s[lab] > lab_s[best]:
+                            best = lab
+                    labels_out[start + m] = best if best >= 0 else root_label
+        return -1
+
+    return decode_part
 
 
 @njit
@@ -291,86 +301,18 @@ def score_sentence(treebank, model, s, w):
     return S
 
 
-# One compiled entry per loss and tree kind: a fit compiles only the oracle,
+# One compiled kernel per loss and tree kind: a fit compiles only the oracle,
 # marginals or active set that its loss needs, not those of every loss.
-
-
-@njit
-def _train_crf(tb, model, options, ids, w, gradient, part, stamp, losses, label_losses):
-    return train_part(CRF, False, tb, model, options, ids, w, gradient, part, stamp, losses, label_losses)
-
-
-@njit
-def _train_crf_projective(tb, model, options, ids, w, gradient, part, stamp, losses, label_losses):
-    return train_part(CRF, True, tb, model, options, ids, w, gradient, part, stamp, losses, label_losses)
-
-
-@njit
-def _train_hinge(tb, model, options, ids, w, gradient, part, stamp, losses, label_losses):
-    return train_part(HINGE, False, tb, model, options, ids, w, gradient, part, stamp, losses, label_losses)
-
-
-@njit
-def _train_hinge_projective(tb, model, options, ids, w, gradient, part, stamp, losses, label_losses):
-    return train_part(HINGE, True, tb, model, options, ids, w, gradient, part, stamp, losses, label_losses)
-
-
-@njit
-def _train_perceptron(tb, model, options, ids, w, gradient, part, stamp, losses, label_losses):
-    return train_part(PERCEPTRON, False, tb, model, options, ids, w, gradient, part, stamp, losses, label_losses)
-
-
-@njit
-def _train_perceptron_projective(tb, model, options, ids, w, gradient, part, stamp, losses, label_losses):
-    return train_part(PERCEPTRON, True, tb, model, options, ids, w, gradient, part, stamp, losses, label_losses)
-
-
-@njit
-def _train_sparsemap(tb, model, options, ids, w, gradient, part, stamp, losses, label_losses):
-    return train_part(SPARSEMAP, False, tb, model, options, ids, w, gradient, part, stamp, losses, label_losses)
-
-
-@njit
-def _train_sparsemap_projective(tb, model, options, ids, w, gradient, part, stamp, losses, label_losses):
-    return train_part(SPARSEMAP, True, tb, model, options, ids, w, gradient, part, stamp, losses, label_losses)
-
-
-@njit
-def _train_margin_sparsemap(tb, model, options, ids, w, gradient, part, stamp, losses, label_losses):
-    return train_part(MARGIN_SPARSEMAP, False, tb, model, options, ids, w, gradient, part, stamp, losses, label_losses)
-
-
-@njit
-def _train_margin_sparsemap_projective(tb, model, options, ids, w, gradient, part, stamp, losses, label_losses):
-    return train_part(MARGIN_SPARSEMAP, True, tb, model, options, ids, w, gradient, part, stamp, losses, label_losses)
-
-
-@njit
-def _decode(tb, model, ids, w, heads_out, labels_out):
-    return decode_part(False, tb, model, ids, w, heads_out, labels_out)
-
-
-@njit
-def _decode_projective(tb, model, ids, w, heads_out, labels_out):
-    return decode_part(True, tb, model, ids, w, heads_out, labels_out)
-
-
 _TRAIN_KERNELS = {
-    (CRF, False): _train_crf,
-    (CRF, True): _train_crf_projective,
-    (HINGE, False): _train_hinge,
-    (HINGE, True): _train_hinge_projective,
-    (PERCEPTRON, False): _train_perceptron,
-    (PERCEPTRON, True): _train_perceptron_projective,
-    (SPARSEMAP, False): _train_sparsemap,
-    (SPARSEMAP, True): _train_sparsemap_projective,
-    (MARGIN_SPARSEMAP, False): _train_margin_sparsemap,
-    (MARGIN_SPARSEMAP, True): _train_margin_sparsemap_projective,
+    (kind, projective): _train_part_kernel(kind, projective)
+    for kind in (CRF, HINGE, PERCEPTRON, SPARSEMAP, MARGIN_SPARSEMAP)
+    for projective in (False, True)
 }
+_DECODE_KERNELS = {projective: _decode_part_kernel(projective) for projective in (False, True)}
 
 
 def train_kernel(kind, projective):
-    """The compiled :func:`train_part` of loss ``kind`` on (non-)projective trees.
+    """The compiled ``train_part`` of loss ``kind`` on (non-)projective trees.
 
     Called as ``train_kernel(kind, projective)(treebank, model, options,
     sent_ids, w, gradient, part, stamp, losses, label_losses)``.
@@ -379,9 +321,9 @@ def train_kernel(kind, projective):
 
 
 def decode_kernel(projective):
-    """The compiled :func:`decode_part` of (non-)projective trees.
+    """The compiled ``decode_part`` of (non-)projective trees.
 
     Called as ``decode_kernel(projective)(treebank, model, sent_ids, w,
     heads_out, labels_out)``.
     """
-    return _decode_projective if projective else _decode
+    return _DECODE_KERNELS[bool(projective)]

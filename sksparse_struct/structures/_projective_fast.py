@@ -179,7 +179,7 @@ def eisner(scores, single_root, heads):
     return best
 
 
-@njit
+@njit(inline="always")
 def eisner_workspace(N):
     """Work arrays for :func:`eisner_parts_ws` on ``N`` nodes (root included).
 

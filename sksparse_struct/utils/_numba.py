@@ -24,7 +24,7 @@ __all__ = ["NUMBA_OPTIONS", "njit"]
 # later processes, which keeps the cold start of the test suite short.
 # fastmath stays off: we promise results to the last digit, and fastmath
 # licenses reassociation and assumes no inf/nan (we use -inf as a mask).
-NUMBA_OPTIONS = {"cache": True, "nogil": True, "fastmath": False}
+NUMBA_OPTIONS = {"cache": True, "nogil": True, "fastmath": False, "no_cfunc_wrapper": True}
 
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 _STAMP_NAME = "numba-kernel-sources.stamp"
