@@ -2,10 +2,11 @@
 
 Every compiled kernel in the package is decorated with :func:`njit` from this
 module, so that caching and other options are set consistently. Kernels live
-in ``_*_fast.py`` modules and are module-level functions that only call other
+in ``_*_fast.py`` modules, bound to module-level names, and only call other
 module-level kernels: a cached function that receives a jitted function as an
-argument misses the on-disk cache in every new process and is compiled again
-(see ``doc/developers.rst``).
+argument, or closes over one, misses the on-disk cache in every new process
+and is compiled again (closures over integer or boolean constants are cached
+by those values; see ``doc/developers.rst``).
 """
 
 import hashlib
@@ -24,6 +25,8 @@ __all__ = ["NUMBA_OPTIONS", "njit"]
 # later processes, which keeps the cold start of the test suite short.
 # fastmath stays off: we promise results to the last digit, and fastmath
 # licenses reassociation and assumes no inf/nan (we use -inf as a mask).
+# no_cfunc_wrapper: the C-callable wrapper only serves kernels passed as
+# first-class functions, which ours never are; building it is compile time.
 NUMBA_OPTIONS = {"cache": True, "nogil": True, "fastmath": False, "no_cfunc_wrapper": True}
 
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]

@@ -66,6 +66,66 @@ def test_inlined_body_with_constant_compiles_only_its_branch():
     assert _branch_b.signatures == []
 
 
+@njit(cache=False)
+def _closure_branch_a(x):
+    return x + 1
+
+
+@njit(cache=False)
+def _closure_branch_b(x):
+    return x * 2
+
+
+def _variant_kernel(kind):
+    @njit(cache=False)
+    def variant(x):
+        if kind == KIND_A:
+            return _closure_branch_a(x)
+        return _closure_branch_b(x)
+
+    return variant
+
+
+def test_closure_over_a_constant_compiles_only_its_branch():
+    # The parser's training kernels and the active sets are built this way.
+    assert _variant_kernel(KIND_A)(np.int64(7)) == 8
+    assert len(_closure_branch_a.signatures) == 1
+    assert _closure_branch_b.signatures == []
+    assert _variant_kernel(KIND_B)(np.int64(7)) == 14
+
+
+_CACHED_CLOSURES = textwrap.dedent("""
+    import numpy as np
+    from sksparse_struct.inference import _sparsemap_fast as fast
+    # Scores whose best tree is not projective: the two kernels disagree.
+    n = 4
+    S = np.full((n + 1, n + 1), -5.0)
+    for h, m in [(0, 2), (2, 4), (4, 1), (2, 3)]:
+        S[h, m] = 5.0
+    S[1, 3] = 4.0
+    eta = np.array([S[h, m] for m in range(1, n + 1) for h in range(n + 1) if h != m])
+    for kernel in (fast.active_set_tree, fast.active_set_projective_tree):
+        out = kernel(eta, n, True, 100, 1e-9, 1e-9)
+        print(out[3][0].tolist())
+    print(sum(fast._active_set_tree.stats.cache_hits.values()),
+          sum(fast._active_set_projective_tree.stats.cache_hits.values()))
+""")
+
+
+@pytest.mark.slow  # compiles two active sets in a fresh process, then loads them in another
+def test_cached_closures_of_one_factory_stay_apart(tmp_path):
+    # numba keys a cached closure by the values it closes over: a second
+    # process must load each kind's kernel, not the first one it finds.
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", _CACHED_CLOSURES], env=env,
+                           capture_output=True, text=True, check=True).stdout.split("\n")
+            for _ in range(2)]
+    cold, warm = runs
+    assert cold[:2] == warm[:2]
+    assert cold[0] != cold[1]  # a non-projective and a projective tree
+    assert cold[2] == "0 0" and warm[2] == "1 1"
+
+
 @pytest.mark.slow  # a cold compilation of the active set in a fresh process
 def test_the_tree_active_set_compiles_no_other_oracle(tmp_path):
     # In a fresh process with an empty cache: the non-projective active set
