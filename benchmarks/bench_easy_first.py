@@ -329,9 +329,10 @@ def main(argv=None):
     lines += bu.machine_header()
     seeds = args.random_state
     several = len(seeds) > 1
+    unseeded = [name for name in names if name in UNSEEDED]
     lines.append("random_state: " + ", ".join(map(str, seeds))
-                 + (f" (every model but {', '.join(sorted(UNSEEDED))}, which draws no "
-                    "random numbers)" if several else ""))
+                 + (f" (not for {', '.join(unseeded)}, which draws no random numbers and "
+                    "runs once)" if several and unseeded else ""))
     lines.append("timings on a shared machine are noisy; accuracies are not")
     print("\n".join(lines), flush=True)
     runs, notes, loads = [], [], []
