@@ -116,10 +116,10 @@ def _template_table(templates):
     return table
 
 
-# Per template, the attributes of its head-side and modifier-side states. The
-# head side hashes them into ``(t + 1) * 2654435761`` (as :func:`_s`,
-# :func:`_s2`, :func:`_s3`); the modifier side is 0 for none, the attribute
-# itself for one, else ``_mix(a * _PRIME, b)`` and ``_mix(_mix(a * _PRIME, b), c)``.
+# Per template ``t``, the attributes of its head-side and modifier-side
+# states. The head side hashes them as template ``t`` (:func:`_template_hash`);
+# the modifier side is 0 for none, the attribute itself for one, else
+# ``_mix(a * _PRIME, b)`` and ``_mix(_mix(a * _PRIME, b), c)``.
 _TEMPLATE_ATTRS = [
     ((_FORM_, _UPOS_), ()),  # 0
     ((_FORM_,), ()),  # 1
@@ -182,9 +182,9 @@ _MODIFIER_TEMPLATES = _template_table([modifier for _, modifier in _TEMPLATE_ATT
 
 
 # Relation features (:func:`label_features`), from a table as the templates:
-# feature ``j`` hashes its attributes into ``(101 + j) * 2654435761`` (as
-# :func:`_s`, :func:`_s2`, :func:`_s3` with template ``100 + j``). The
-# attributes of the arc, by their place in the vector the loop reads:
+# feature ``j`` hashes its attributes as template ``100 + j``
+# (:func:`_template_hash`). The attributes of the arc, by their place in the
+# vector the loop reads:
 (_HEAD_FORM, _HEAD_UPOS, _HEAD_XPOS, _HEAD_LEMMA, _MOD_FORM, _MOD_UPOS, _MOD_XPOS, _MOD_LEMMA,
  _MOD_FEATS, _MOD_UPOS_L, _MOD_UPOS_R, _MOD_FORM_L, _MOD_FORM_R, _DIRECTED_DISTANCE) = range(1, 15)
 _N_ARC_ATTRS = 15
@@ -268,6 +268,19 @@ def _attr(tokens, start, n, i, col):
 
 
 @njit
+def _template_hash(t, attrs, v):
+    """:func:`_s`, :func:`_s2` or :func:`_s3` of template ``t`` on the attributes a table row names.
+
+    ``attrs`` is a row ``(arity, a, b, c)`` of a template table, ``v`` the
+    attribute vector it indexes.
+    """
+    state = (t + 1) * 2654435761
+    for j in range(1, attrs[0] + 1):
+        state = _mix(state, v[attrs[j]])
+    return state
+
+
+@njit
 def distance_bin(d):
     """0..6 for distances 1, 2, 3, 4, 5, 6-10, > 10."""
     if d <= 5:
@@ -336,10 +349,7 @@ def token_states(tokens, start, n, HS, MS, aux):
         v[_FORM_L] = _attr(tokens, start, n, i - 1, FORM)
         v[_FORM_R] = _attr(tokens, start, n, i + 1, FORM)
         for t in range(N_TEMPLATES):
-            state = (t + 1) * 2654435761
-            for j in range(1, _HEAD_TEMPLATES[t, 0] + 1):
-                state = _mix(state, v[_HEAD_TEMPLATES[t, j]])
-            HS[i, t] = state
+            HS[i, t] = _template_hash(t, _HEAD_TEMPLATES[t], v)
             arity = _MODIFIER_TEMPLATES[t, 0]
             state = 0
             if arity > 0:
@@ -524,10 +534,7 @@ def label_features(tokens, start, n, h, m, mask, out):
     v[_MOD_FORM_L] = _attr(tokens, start, n, m - 1, FORM)
     v[_MOD_FORM_R] = _attr(tokens, start, n, m + 1, FORM)
     for j in range(_N_LABEL_TEMPLATES):
-        state = (101 + j) * 2654435761
-        for a in range(1, _LABEL_TEMPLATES[j, 0] + 1):
-            state = _mix(state, v[_LABEL_TEMPLATES[j, a]])
-        out[j] = state
+        out[j] = _template_hash(100 + j, _LABEL_TEMPLATES[j], v)
     return _N_LABEL_TEMPLATES
 
 
