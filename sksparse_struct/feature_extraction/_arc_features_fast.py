@@ -226,7 +226,7 @@ def max_arc_features(n):
     return FIXED_PER_ARC + BETWEEN_PER_WORD * n
 
 
-@njit
+@njit(internal=True)
 def _mix(state, value):
     return (state ^ value) * _PRIME
 
@@ -252,13 +252,13 @@ def index_shift(mask):
     return 64 - bits
 
 
-@njit
+@njit(internal=True)
 def _fib(state, shift, mask):
     """Feature index: the top bits of ``state`` times the golden ratio (Fibonacci hashing)."""
     return ((state * _GOLDEN) >> shift) & mask
 
 
-@njit
+@njit(internal=True)
 def _attr(tokens, start, n, i, col):
     if i < 0:
         return _BOS + col
@@ -267,7 +267,7 @@ def _attr(tokens, start, n, i, col):
     return tokens[start + i, col]
 
 
-@njit
+@njit(internal=True)
 def _template_hash(t, attrs, v):
     """:func:`_s`, :func:`_s2` or :func:`_s3` of template ``t`` on the attributes a table row names.
 
@@ -280,7 +280,7 @@ def _template_hash(t, attrs, v):
     return state
 
 
-@njit
+@njit(internal=True)
 def distance_bin(d):
     """0..6 for distances 1, 2, 3, 4, 5, 6-10, > 10."""
     if d <= 5:
@@ -290,22 +290,22 @@ def distance_bin(d):
     return 6
 
 
-@njit
+@njit(internal=True)
 def _s(t, a):
     return _mix((t + 1) * 2654435761, a)
 
 
-@njit
+@njit(internal=True)
 def _s2(t, a, b):
     return _mix(_mix((t + 1) * 2654435761, a), b)
 
 
-@njit
+@njit(internal=True)
 def _s3(t, a, b, c):
     return _mix(_mix(_mix((t + 1) * 2654435761, a), b), c)
 
 
-@njit
+@njit(internal=True)
 def token_states(tokens, start, n, HS, MS, aux):
     """Head-side (``HS``) and modifier-side (``MS``) hashes of every template.
 
@@ -361,7 +361,7 @@ def token_states(tokens, start, n, HS, MS, aux):
             MS[i, t] = state
 
 
-@njit
+@njit(internal=True)
 def arc_features_from_states(tokens, start, n, h, m, preset, HS, MS, aux, shift, mask, out):
     """Write the feature indices of the arc ``h -> m`` into ``out``; return how many.
 
@@ -543,7 +543,7 @@ def label_features(tokens, start, n, h, m, mask, out):
 LABEL_GROUP = 64
 
 
-@njit
+@njit(internal=True)
 def label_block(feature, group, shift, mask):
     """Index of a relation feature conjoined with label ``LABEL_GROUP * group``.
 

@@ -146,7 +146,7 @@ def kkt_delete(IDX, VAL, nnz, N, B, theta, p, k, j):
     bordered_inverse_delete(B, j, last)
 
 
-@njit
+@njit(internal=True)
 def bordered_inverse_delete(B, j, last):
     """Drop member ``j`` of ``last + 1`` from the inverse ``B`` of a bordered KKT matrix.
 
@@ -302,7 +302,7 @@ _SEQUENCE = 1
 _PTREE = 2
 
 
-@njit
+@njit(internal=True)
 def _remove(IDX, VAL, nnz, N, B, theta, p, H, k, j):
     kkt_delete(IDX, VAL, nnz, N, B, theta, p, k, j)
     last = k - 1
@@ -312,7 +312,7 @@ def _remove(IDX, VAL, nnz, N, B, theta, p, H, k, j):
     return last
 
 
-@njit
+@njit(internal=True)
 def _remove_nonpositive(IDX, VAL, nnz, N, B, theta, p, H, k):
     # Same order as the Python loop: highest index first.
     for j in range(k - 1, -1, -1):
@@ -321,7 +321,7 @@ def _remove_nonpositive(IDX, VAL, nnz, N, B, theta, p, H, k):
     return k
 
 
-@njit
+@njit(internal=True)
 def _same_row(H, i, row):
     for t in range(row.shape[0]):
         if H[i, t] != row[t]:

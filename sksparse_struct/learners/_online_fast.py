@@ -124,7 +124,7 @@ def push(idx, value, grad, col, touched, n_touched, stamp):
     return n_touched
 
 
-@njit
+@njit(internal=True)
 def _shrinkage(c, r):
     """``f^r`` and ``f + f^2 + ... + f^r`` for ``f = max(0, 1 - c)``, in O(1).
 
@@ -140,7 +140,7 @@ def _shrinkage(c, r):
     return np.exp(t), (1.0 - c) * -np.expm1(t) / c
 
 
-@njit
+@njit(internal=True)
 def _shrunk_magnitude(a, c, tau, k):
     """``f^k a - tau (1 + f + ... + f^(k-1))`` for ``f = 1 - c`` (``0 <= c < 1``).
 
@@ -215,7 +215,7 @@ def _shrink_l1(a, c, tau, r):
     return final, total
 
 
-@njit
+@njit(internal=True)
 def _catch_up(wi, acc, r, rule):
     """Bring a weight over ``r`` steps in which its gradient was zero.
 
@@ -327,7 +327,7 @@ def apply_update_share(gradient, step, scale, w, opt, rule, share, n_shares):
         _update_chunk(idx, G, W, A, R, DS, cnt, step, w, opt, rule)
 
 
-@njit
+@njit(internal=True)
 def _update_chunk(idx, G, W, A, R, DS, cnt, step, w, opt, rule):
     """The updates of the coordinates ``idx[:cnt]`` (batch gradients ``G``)."""
     for k in range(cnt):

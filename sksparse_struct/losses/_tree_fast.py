@@ -27,7 +27,7 @@ def tree_score(S, heads, n):
     return s
 
 
-@njit
+@njit(internal=True)
 def cost_augmented(S, gold, N, add_cost, A):
     """``A = S`` plus, if ``add_cost``, the Hamming cost 1 on every arc not in ``gold``."""
     for h in range(N):

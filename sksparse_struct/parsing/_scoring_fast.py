@@ -104,7 +104,7 @@ def _prefetch_and_sum(next_buf, next_k, buf, k, w):
     return s
 
 
-@njit
+@njit(internal=True)
 def add_arc(tokens, start, n, h, m, value, preset, HS, MS, aux, shift, mask, buf, grad, col,
             touched, n_touched, stamp):
     """Add ``value`` times the features of ``h -> m`` to ``grad[:, col]``; return the new count."""

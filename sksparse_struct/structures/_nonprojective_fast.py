@@ -89,7 +89,7 @@ def chu_liu_edmonds(scores, single_root, heads):
     return chu_liu_edmonds_ws(scores, single_root, heads, f_mat, i_mat, i_vec, b_vec, f_vec)
 
 
-@njit
+@njit(internal=True)
 def chu_liu_edmonds_ws(scores, single_root, heads, f_mat, i_mat, i_vec, b_vec, f_vec):
     """:func:`chu_liu_edmonds` with caller-provided work arrays.
 
@@ -715,7 +715,7 @@ def chu_liu_edmonds_parts(eta_u, n, single_root, scores, heads, m_out):
     )
 
 
-@njit
+@njit(internal=True)
 def chu_liu_edmonds_parts_ws(
     eta_u, n, single_root, scores, heads, m_out, f_mat, i_mat, i_vec, b_vec, f_vec
 ):

@@ -182,18 +182,41 @@ class _Kernel(CPUDispatcher):
         self._cache = _KernelCache(self.py_func)
 
 
-def njit(function=None, **options):
+class _InternalKernel(_Kernel):
+    """A kernel only other kernels call: no Python entry point (``njit(internal=True)``).
+
+    numba builds, for every compiled kernel, a wrapper that converts Python
+    arguments (arrays, named tuples) and results; for a kernel only called
+    from compiled code that wrapper is pure compile time. Without it a call
+    from Python would crash the interpreter, so it raises instead.
+    """
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(
+            f"{self.py_func.__module__}.{self.py_func.__qualname__} is compiled for calls "
+            "from other kernels only (njit(internal=True)); call it from a kernel, or "
+            "drop internal=True"
+        )
+
+
+def njit(function=None, *, internal=False, **options):
     """``numba.njit`` with the package's options (:data:`NUMBA_OPTIONS`).
 
-    Use as ``@njit`` or ``@njit(option=value, ...)``.
+    Use as ``@njit`` or ``@njit(option=value, ...)``. With ``internal=True``
+    the kernel can only be called from other kernels (see
+    :class:`_InternalKernel`): for helpers no Python code calls, it saves
+    compile time on every first run.
     """
     options = {**NUMBA_OPTIONS, **options}
     cache = options.pop("cache")
     local_types = options.pop("locals", {})
+    if internal:
+        options["no_cpython_wrapper"] = True
+    kind = _InternalKernel if internal else _Kernel
 
     def decorate(py_func):
-        kernel = _Kernel(py_func=py_func, locals=local_types,
-                         targetoptions={**options, "nopython": True})
+        kernel = kind(py_func=py_func, locals=local_types,
+                      targetoptions={**options, "nopython": True})
         if cache:
             kernel.enable_caching()
         return kernel

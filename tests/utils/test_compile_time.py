@@ -200,3 +200,21 @@ def test_verbose_fits_announce_compilation(capsys):
 
     _VerboseFresh(verbose=1).fit(2.0)
     assert capsys.readouterr().err == f"[_VerboseFresh] {COMPILING_NOTICE}\n"
+
+
+@njit(cache=False, internal=True)
+def _internal_helper(x):
+    return x + 2
+
+
+@njit(cache=False)
+def _calls_internal_helper(x):
+    return _internal_helper(x) * 10
+
+
+def test_internal_kernels_serve_kernels_and_refuse_python_calls():
+    # No Python entry point is built for them (compile time); a call from
+    # Python must say so, not crash the interpreter.
+    assert _calls_internal_helper(1) == 30
+    with pytest.raises(TypeError, match="calls from other kernels only"):
+        _internal_helper(1)
