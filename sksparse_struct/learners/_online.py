@@ -54,9 +54,8 @@ from ._online_fast import (
     SparseGradient,
     UpdateRule,
     aligned_zeros,
-    apply_update_share,
-    flush_updates_share,
     split_batches,
+    update_kernels,
 )
 
 __all__ = ["OnlineEpoch", "OnlineResult", "SparseGradient", "minimize_online"]
@@ -254,6 +253,7 @@ def minimize_online(problem, w0, sample_ids, *, method="adagrad", learning_rate=
     adagrad = method == "adagrad"
     rule = UpdateRule(np.bool_(adagrad), float(learning_rate), float(learning_rate * l2),
                       float(learning_rate * l1), _EPS)
+    apply_update_share, flush_updates_share = update_kernels(rule)
     n_params = int(problem.n_params)
     sample_ids = np.asarray(sample_ids, dtype=np.int64)
     costs = np.ascontiguousarray(problem.sample_costs(), dtype=np.float64)

@@ -44,11 +44,10 @@ __all__ = [
     "UpdateRule",
     "aligned_zeros",
     "apply_update",
-    "apply_update_share",
     "flush_updates",
-    "flush_updates_share",
     "push",
     "split_batches",
+    "update_kernels",
 ]
 
 # Columns of the optimizer state ``opt`` (the fourth pads a row to 32 bytes).
@@ -217,19 +216,13 @@ def _shrink_l1(a, c, tau, r):
 
 @njit(internal=True)
 def _catch_up(wi, acc, r, rule):
-    """Bring a weight over ``r`` steps in which its gradient was zero.
+    """Bring a weight over ``r`` steps in which its gradient was zero (no L1 penalty).
 
     Returns ``(w, s)``: the weight after them and the sum of its values after
     each of them (for averaging).
     """
     ds = 0.0
-    if rule.l1_rate > 0.0:
-        if r > 0 and wi != 0.0:
-            denom = np.sqrt(acc + rule.eps)
-            a, total = _shrink_l1(abs(wi), rule.decay_rate / denom, rule.l1_rate / denom, r)
-            ds = total if wi > 0.0 else -total
-            wi = a if wi > 0.0 else -a
-    elif rule.decay_rate > 0.0:
+    if rule.decay_rate > 0.0:
         if r > 0 and wi != 0.0:
             # Steps last+1 .. step-1: w shrinks geometrically.
             fk, geo = _shrinkage(rule.decay_rate / np.sqrt(acc + rule.eps), r)
@@ -237,6 +230,18 @@ def _catch_up(wi, acc, r, rule):
             wi *= fk
     else:
         ds = wi * r
+    return wi, ds
+
+
+@njit(internal=True)
+def _catch_up_l1(wi, acc, r, rule):
+    """:func:`_catch_up` with an L1 penalty (``rule.l1_rate > 0``)."""
+    ds = 0.0
+    if r > 0 and wi != 0.0:
+        denom = np.sqrt(acc + rule.eps)
+        a, total = _shrink_l1(abs(wi), rule.decay_rate / denom, rule.l1_rate / denom, r)
+        ds = total if wi > 0.0 else -total
+        wi = a if wi > 0.0 else -a
     return wi, ds
 
 
@@ -254,123 +259,155 @@ def apply_update(gradient, step, scale, w, opt, rule):
     weights); ``step`` is this update's number (1-based) and the stamp of the
     coordinates touched in it.
     """
-    apply_update_share(gradient, step, scale, w, opt, rule, 0, 1)
+    if rule.l1_rate > 0.0:
+        _apply_update_share_l1(gradient, step, scale, w, opt, rule, 0, 1)
+    else:
+        _apply_update_share(gradient, step, scale, w, opt, rule, 0, 1)
 
 
 _UPDATE_CHUNK = 4096
 _UPDATE_AHEAD = 16
 
 
-@njit
-def apply_update_share(gradient, step, scale, w, opt, rule, share, n_shares):
-    """:func:`apply_update` restricted to the coordinates ``i % n_shares == share``.
+def _apply_update_share_kernel(l1):
+    """``apply_update_share`` compiled with (``l1``) or without an L1 penalty.
 
-    Threads given different shares never touch the same coordinate, and each
-    coordinate sees the same operations as in :func:`apply_update`: the
-    result is identical however the shares are spread over threads.
-
-    A coordinate touched by several parts is listed by each; it is updated
-    when met in the first part whose stamp it carries. Coordinates go by
-    chunks in three passes: gather their state, compute the updates on
-    contiguous arrays, scatter them back. The coordinates are scattered, so
-    every read misses the cache; kept apart from the long chain of
-    arithmetic of the lazy shrinkage, the reads overlap. The gradient rows
-    are requested ``_UPDATE_AHEAD`` entries of the list ahead, and the
-    weight and state of a coordinate as soon as it joins a chunk.
+    Chosen by :func:`update_kernels`; ``l1`` is a constant of the closure, so
+    the kernel without it does not compile the L1 catch-up.
     """
-    grad = gradient.values
-    touched = gradient.touched
-    n_touched = gradient.n_touched
-    P = n_touched.shape[0]
-    # Buffers no longer than the list (small updates are the perceptron's
-    # one-sequence steps, thousands per epoch); the chunks are the same.
-    size = 1
-    for p in range(P):
-        size += n_touched[p]
-    size = min(size, _UPDATE_CHUNK)
-    idx = np.empty(size, dtype=np.int64)
-    G = np.empty(size)
-    W = np.empty(size)
-    A = np.empty(size)
-    R = np.empty(size, dtype=np.int64)
-    DS = np.empty(size)
-    grad_flat = grad.reshape(grad.size)
-    opt_flat = opt.reshape(opt.size)
-    cnt = 0
-    for p in range(P):
-        nt = n_touched[p]
-        for j in range(nt):
-            if j + _UPDATE_AHEAD < nt:
-                prefetch(grad_flat, touched[p, j + _UPDATE_AHEAD] * grad.shape[1])
-            i = touched[p, j]
-            if n_shares > 1 and i % n_shares != share:
-                continue
-            done = False
-            for q in range(p):
-                if grad[i, 2 * q + 1] == step:
-                    done = True
-            if done:
-                continue
-            prefetch(w, i)
-            prefetch(opt_flat, i * OPT_COLUMNS)
-            gi = 0.0
-            for q in range(P):
-                gi += grad[i, 2 * q]
-                grad[i, 2 * q] = 0.0
-            idx[cnt] = i
-            G[cnt] = gi * scale
-            cnt += 1
-            if cnt == size:
+
+    @njit
+    def apply_update_share(gradient, step, scale, w, opt, rule, share, n_shares):
+        """:func:`apply_update` restricted to the coordinates ``i % n_shares == share``.
+
+        Threads given different shares never touch the same coordinate, and each
+        coordinate sees the same operations as in :func:`apply_update`: the
+        result is identical however the shares are spread over threads.
+
+        A coordinate touched by several parts is listed by each; it is updated
+        when met in the first part whose stamp it carries. Coordinates go by
+        chunks in three passes: gather their state, compute the updates on
+        contiguous arrays, scatter them back. The coordinates are scattered, so
+        every read misses the cache; kept apart from the long chain of
+        arithmetic of the lazy shrinkage, the reads overlap. The gradient rows
+        are requested ``_UPDATE_AHEAD`` entries of the list ahead, and the
+        weight and state of a coordinate as soon as it joins a chunk.
+        """
+        grad = gradient.values
+        touched = gradient.touched
+        n_touched = gradient.n_touched
+        P = n_touched.shape[0]
+        # Buffers no longer than the list (small updates are the perceptron's
+        # one-sequence steps, thousands per epoch); the chunks are the same.
+        size = 1
+        for p in range(P):
+            size += n_touched[p]
+        size = min(size, _UPDATE_CHUNK)
+        idx = np.empty(size, dtype=np.int64)
+        G = np.empty(size)
+        W = np.empty(size)
+        A = np.empty(size)
+        R = np.empty(size, dtype=np.int64)
+        DS = np.empty(size)
+        grad_flat = grad.reshape(grad.size)
+        opt_flat = opt.reshape(opt.size)
+        cnt = 0
+        for p in range(P):
+            nt = n_touched[p]
+            for j in range(nt):
+                if j + _UPDATE_AHEAD < nt:
+                    prefetch(grad_flat, touched[p, j + _UPDATE_AHEAD] * grad.shape[1])
+                i = touched[p, j]
+                if n_shares > 1 and i % n_shares != share:
+                    continue
+                done = False
+                for q in range(p):
+                    if grad[i, 2 * q + 1] == step:
+                        done = True
+                if done:
+                    continue
+                prefetch(w, i)
+                prefetch(opt_flat, i * OPT_COLUMNS)
+                gi = 0.0
+                for q in range(P):
+                    gi += grad[i, 2 * q]
+                    grad[i, 2 * q] = 0.0
+                idx[cnt] = i
+                G[cnt] = gi * scale
+                cnt += 1
+                if cnt == size:
+                    if l1:
+                        _update_chunk_l1(idx, G, W, A, R, DS, cnt, step, w, opt, rule)
+                    else:
+                        _update_chunk(idx, G, W, A, R, DS, cnt, step, w, opt, rule)
+                    cnt = 0
+        if cnt > 0:
+            if l1:
+                _update_chunk_l1(idx, G, W, A, R, DS, cnt, step, w, opt, rule)
+            else:
                 _update_chunk(idx, G, W, A, R, DS, cnt, step, w, opt, rule)
-                cnt = 0
-    if cnt > 0:
-        _update_chunk(idx, G, W, A, R, DS, cnt, step, w, opt, rule)
+
+    return apply_update_share
 
 
-@njit(internal=True)
-def _update_chunk(idx, G, W, A, R, DS, cnt, step, w, opt, rule):
-    """The updates of the coordinates ``idx[:cnt]`` (batch gradients ``G``)."""
-    for k in range(cnt):
-        i = idx[k]
-        W[k] = w[i]
-        R[k] = step - 1 - np.int64(opt[i, LAST])
-        A[k] = opt[i, ACC]
-    learning_rate = rule.learning_rate
-    decay_rate = rule.decay_rate
-    l1_rate = rule.l1_rate
-    for k in range(cnt):
-        gi = G[k]
-        wi, ds = _catch_up(W[k], A[k], R[k], rule)
-        if rule.adagrad:
-            a = A[k] + gi * gi
-            A[k] = a
-            denom = np.sqrt(a + rule.eps)
-            # The shrinkage as a factor clipped at 0: a step of
-            # decay_rate / denom > 1 (little gradient seen yet) must not
-            # flip and grow the weight.
-            f = 1.0 - decay_rate / denom
-            if f < 0.0:
-                f = 0.0
-            wi = wi * f - learning_rate * gi / denom
-            if l1_rate > 0.0:
-                t = l1_rate / denom
-                if wi > t:
-                    wi -= t
-                elif wi < -t:
-                    wi += t
-                else:
-                    wi = 0.0
-        else:
-            wi -= gi
-        W[k] = wi
-        DS[k] = ds
-    for k in range(cnt):
-        i = idx[k]
-        w[i] = W[k]
-        # Same order of additions as one coordinate at a time.
-        opt[i, W_SUM] = (opt[i, W_SUM] + DS[k]) + W[k]
-        opt[i, LAST] = step
-        opt[i, ACC] = A[k]
+def _update_chunk_kernel(l1):
+    """``_update_chunk`` compiled with (``l1``) or without an L1 penalty."""
+
+    @njit(internal=True)
+    def update_chunk(idx, G, W, A, R, DS, cnt, step, w, opt, rule):
+        """The updates of the coordinates ``idx[:cnt]`` (batch gradients ``G``)."""
+        for k in range(cnt):
+            i = idx[k]
+            W[k] = w[i]
+            R[k] = step - 1 - np.int64(opt[i, LAST])
+            A[k] = opt[i, ACC]
+        learning_rate = rule.learning_rate
+        decay_rate = rule.decay_rate
+        l1_rate = rule.l1_rate
+        for k in range(cnt):
+            gi = G[k]
+            if l1:
+                wi, ds = _catch_up_l1(W[k], A[k], R[k], rule)
+            else:
+                wi, ds = _catch_up(W[k], A[k], R[k], rule)
+            if rule.adagrad:
+                a = A[k] + gi * gi
+                A[k] = a
+                denom = np.sqrt(a + rule.eps)
+                # The shrinkage as a factor clipped at 0: a step of
+                # decay_rate / denom > 1 (little gradient seen yet) must not
+                # flip and grow the weight.
+                f = 1.0 - decay_rate / denom
+                if f < 0.0:
+                    f = 0.0
+                wi = wi * f - learning_rate * gi / denom
+                if l1:
+                    t = l1_rate / denom
+                    if wi > t:
+                        wi -= t
+                    elif wi < -t:
+                        wi += t
+                    else:
+                        wi = 0.0
+            else:
+                wi -= gi
+            W[k] = wi
+            DS[k] = ds
+        for k in range(cnt):
+            i = idx[k]
+            w[i] = W[k]
+            # Same order of additions as one coordinate at a time.
+            opt[i, W_SUM] = (opt[i, W_SUM] + DS[k]) + W[k]
+            opt[i, LAST] = step
+            opt[i, ACC] = A[k]
+
+    return update_chunk
+
+
+_update_chunk = _update_chunk_kernel(False)
+_update_chunk_l1 = _update_chunk_kernel(True)
+_apply_update_share = _apply_update_share_kernel(False)
+_apply_update_share_l1 = _apply_update_share_kernel(True)
 
 
 def split_batches(order, costs, batch_size, n_parts, part_of):
@@ -412,20 +449,46 @@ def _assign_parts(ranked, cost, batch_size, n_parts, part_of):
 @njit
 def flush_updates(step, w, opt, rule):
     """Bring every coordinate to ``step`` (the deferred shrinkage and sums)."""
-    flush_updates_share(step, w, opt, rule, 0, 1)
+    if rule.l1_rate > 0.0:
+        _flush_updates_share_l1(step, w, opt, rule, 0, 1)
+    else:
+        _flush_updates_share(step, w, opt, rule, 0, 1)
 
 
-@njit
-def flush_updates_share(step, w, opt, rule, share, n_shares):
-    """:func:`flush_updates` on the ``share``-th of ``n_shares`` contiguous ranges."""
-    n = w.shape[0]
-    for i in range(share * n // n_shares, (share + 1) * n // n_shares):
-        r = step - np.int64(opt[i, LAST])
-        if r <= 0:
-            continue
-        wi = w[i]
-        if wi != 0.0:
-            wi, ds = _catch_up(wi, opt[i, ACC], r, rule)
-            opt[i, W_SUM] += ds
-            w[i] = wi
-        opt[i, LAST] = step
+def _flush_updates_share_kernel(l1):
+    """``flush_updates_share`` compiled with (``l1``) or without an L1 penalty."""
+
+    @njit
+    def flush_updates_share(step, w, opt, rule, share, n_shares):
+        """:func:`flush_updates` on the ``share``-th of ``n_shares`` contiguous ranges."""
+        n = w.shape[0]
+        for i in range(share * n // n_shares, (share + 1) * n // n_shares):
+            r = step - np.int64(opt[i, LAST])
+            if r <= 0:
+                continue
+            wi = w[i]
+            if wi != 0.0:
+                if l1:
+                    wi, ds = _catch_up_l1(wi, opt[i, ACC], r, rule)
+                else:
+                    wi, ds = _catch_up(wi, opt[i, ACC], r, rule)
+                opt[i, W_SUM] += ds
+                w[i] = wi
+            opt[i, LAST] = step
+
+    return flush_updates_share
+
+
+_flush_updates_share = _flush_updates_share_kernel(False)
+_flush_updates_share_l1 = _flush_updates_share_kernel(True)
+
+
+def update_kernels(rule):
+    """``(apply_update_share, flush_updates_share)`` compiled for ``rule``'s penalties.
+
+    Kernels without the L1 penalty do not compile its closed-form catch-up;
+    :func:`apply_update` and :func:`flush_updates` choose at run time.
+    """
+    if rule.l1_rate > 0.0:
+        return _apply_update_share_l1, _flush_updates_share_l1
+    return _apply_update_share, _flush_updates_share
