@@ -566,10 +566,7 @@ def active_set_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
     whether it converged, and the status (1: no tree of finite score
     exists).
     """
-    IDX, VAL, nnz, _, H, theta, p, k, n_iter, gap, converged, status = _active_set_tree(
-        eta_u, _NO_TRANSITIONS, n, 0, single_root, max_iter, tol, dep_tol
-    )
-    return IDX, VAL, nnz, H, theta, p, k, n_iter, gap, converged, status
+    return _tree_solve(_active_set_tree, eta_u, n, single_root, max_iter, tol, dep_tol)
 
 
 def active_set_projective_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
@@ -579,10 +576,14 @@ def active_set_projective_tree(eta_u, n, single_root, max_iter, tol, dep_tol):
     :func:`active_set_tree` (status 1: no projective tree of finite score
     exists).
     """
-    IDX, VAL, nnz, _, H, theta, p, k, n_iter, gap, converged, status = (
-        _active_set_projective_tree(
-            eta_u, _NO_TRANSITIONS, n, 0, single_root, max_iter, tol, dep_tol
-        )
+    return _tree_solve(_active_set_projective_tree, eta_u, n, single_root, max_iter, tol,
+                       dep_tol)
+
+
+def _tree_solve(kernel, eta_u, n, single_root, max_iter, tol, dep_tol):
+    """A tree kernel of :func:`_active_set_kernel`, without the (empty) higher-order rows."""
+    IDX, VAL, nnz, _, H, theta, p, k, n_iter, gap, converged, status = kernel(
+        eta_u, _NO_TRANSITIONS, n, 0, single_root, max_iter, tol, dep_tol
     )
     return IDX, VAL, nnz, H, theta, p, k, n_iter, gap, converged, status
 
@@ -652,8 +653,8 @@ def sparsemap_sequence_parts(unary_eta, trans, max_iter, tol, dep_tol, mu_out, x
 def active_set_arc_scores(S, projective, single_root, max_iter, tol, dep_tol):
     """The active set on an ``(n + 1, n + 1)`` arc-score matrix ``S`` (``DependencyTree`` layout).
 
-    Flattens the arcs into ``eta`` and runs :func:`active_set_projective_tree`
-    or :func:`active_set_tree`. Returns the head rows ``H``, the
+    Flattens the arcs into ``eta`` and runs the compiled active set of
+    projective or non-projective trees (:func:`_active_set_kernel`). Returns the head rows ``H``, the
     probabilities ``p`` and scores ``theta`` of the support, its size ``k``,
     whether the solver converged and its status.
     """

@@ -7,10 +7,11 @@ holds the gold (training) head of every row (-1 on root rows) and
 ``labels`` the relation label index (-1 on root rows, or everywhere when no
 labels are learnt).
 
-Training (``train_part``, compiled per loss by :func:`train_kernel`) scores a sentence's arcs
-(``_scoring_fast``), computes its loss and the gradient with respect to the
-arc scores (``losses._tree_fast``), and pushes that gradient through the
-hashed features into the online learner's sparse gradient.
+Training (``train_part``, compiled per loss by :func:`train_kernel`) scores
+a sentence's arcs (``_scoring_fast``), computes its loss and the gradient
+with respect to the arc scores (``losses._tree_fast``), and pushes that
+gradient through the hashed features into the online learner's sparse
+gradient.
 """
 
 from typing import NamedTuple
@@ -130,7 +131,7 @@ def _square(buffer, n):
 
 
 def _train_part_kernel(kind, projective):
-    """:func:`train_part` compiled for the loss ``kind`` on (non-)projective trees."""
+    """``train_part`` compiled for the loss ``kind`` on (non-)projective trees."""
 
     @njit
     def train_part(treebank, model, options, sent_ids, w, gradient, part, stamp, losses,
@@ -231,7 +232,7 @@ def _train_part_kernel(kind, projective):
 
 
 def _decode_part_kernel(projective):
-    """:func:`decode_part` compiled for (non-)projective trees."""
+    """``decode_part`` compiled for (non-)projective trees."""
 
     @njit
     def decode_part(treebank, model, sent_ids, w, heads_out, labels_out):

@@ -10,7 +10,6 @@ import importlib.resources
 import io
 import os
 import re
-import tracemalloc
 import warnings
 
 import numpy as np
@@ -27,7 +26,7 @@ from sksparse_struct.datasets import (
 )
 from sksparse_struct.feature_extraction import TokenFeatures
 
-from .test_streaming import columns_text, treebank_text
+from .test_streaming import _peak, columns_text, treebank_text
 
 
 def ewt_test_text():
@@ -306,15 +305,6 @@ class Sink:
 
     def write(self, text):
         pass
-
-
-def _peak(fn):
-    tracemalloc.start()
-    try:
-        fn()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
 
 
 def test_memory_is_a_few_chunks_whatever_the_file_size(tmp_path):
