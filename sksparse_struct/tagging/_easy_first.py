@@ -131,9 +131,9 @@ class EasyFirstTagger(BaseEstimator):
         Number of token features.
     n_iter_ : int
         Epochs run.
-    n_mistakes_ : ndarray of shape (n_iter_,)
+    n_mistakes_ : ndarray of shape (``n_iter_``,)
         Updates (wrong actions) made in each epoch.
-    validation_scores_ : ndarray of shape (n_iter_,) or None
+    validation_scores_ : ndarray of shape (``n_iter_``,) or None
         Held-out token accuracy after each epoch (``early_stopping`` only).
 
     See Also
