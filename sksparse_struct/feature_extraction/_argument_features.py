@@ -148,6 +148,11 @@ _SIDE_SETS = ("discourse", "indicator_following_in_para", "indicator_preceding_i
 _INDICATOR_SETS = ("indicator_following_in_para", "indicator_preceding_in_para", "indicators")
 
 
+# What transform's errors call the annotations the fitted features may use.
+_ANNOTATIONS = {"corenlp": "CoreNLP annotations ('corenlp')",
+                "discourse": "discourse relations ('discourse')"}
+
+
 def _doc_name(doc, index):
     name = doc.get("id") if isinstance(doc, dict) else None
     return f"document {name!r} (X[{index}])" if name is not None else f"document X[{index}]"
@@ -708,6 +713,9 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
     Without ``"corenlp"``, documents are tokenized by a regular expression,
     split into sentences after ``.``, ``!`` and ``?``, and their lower-cased
     words stand for lemmas; the features that need a parse are left out.
+    Features fitted on annotated documents need the same annotations in
+    the documents they transform; to transform documents that have only
+    ``"text"`` and ``"propositions"``, fit with ``groups="text"``.
 
     **Kinds of features** (the names ``groups`` accepts), and what they need:
 
@@ -1273,10 +1281,48 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
         Returns
         -------
         features : list of DocumentFeatures
+
+        Raises
+        ------
+        ValueError
+            Before any document is transformed, if one lacks an annotation
+            the fitted features use. The error names the first such
+            document; a model fitted with ``groups="text"`` needs only the
+            ``"text"`` and ``"propositions"`` of each document.
         """
         check_is_fitted(self, "feature_groups_")
         X = self._check_X(X)
+        self._check_annotations(X)
         return [self._vectorize(_analyse(d, i, self._cfg)) for i, d in enumerate(X)]
+
+    def _check_annotations(self, X):
+        """Name the first document without an annotation the fitted kinds use."""
+        needed = [key for key, used in (("corenlp", self.uses_corenlp_),
+                                        ("discourse", self._uses_discourse)) if used]
+        if not needed:
+            return
+        for i, doc in enumerate(X):
+            if not isinstance(doc, dict):
+                raise TypeError(f"document X[{i}] must be a dict, got {type(doc).__name__}")
+            missing = [key for key in needed if doc.get(key) is None]
+            if not missing:
+                continue
+            fitted = " and ".join(_ANNOTATIONS[key] for key in needed)
+            if "corenlp" in missing:
+                way = ("or, to predict documents with only 'text' and 'propositions', "
+                       "train the model on the text alone with ArgumentFeatures("
+                       "groups=\"text\") (it leaves out the features that need a parse "
+                       "or discourse relations)")
+            else:
+                kinds = [k for k in self.groups_ if k != "discourse"]
+                way = ("or train the model without discourse relations, with "
+                       f"ArgumentFeatures(groups={kinds!r}) (or groups=\"text\" for "
+                       "documents with only 'text' and 'propositions')")
+            raise ValueError(
+                f"{_doc_name(doc, i)} has no "
+                f"{' and no '.join(_ANNOTATIONS[key] for key in missing)}, which these "
+                f"features need: they were fitted on documents with {fitted}. Give it "
+                f"the annotations the training documents had, {way}")
 
     @staticmethod
     def _set_entries(sets, index, offset, lower, rows, cols):

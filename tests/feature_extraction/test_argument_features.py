@@ -892,6 +892,63 @@ def test_cdcp_sample_text_mode(sample):
     assert all(o.props.shape[1] == af.n_prop_features_ for o in out)
 
 
+def test_a_model_with_corenlp_names_the_document_and_the_text_only_way(sample, monkeypatch):
+    from sksparse_struct.feature_extraction import _argument_features
+    af, _, _, X_test, _ = sample
+    plain = {"id": "plain", "text": X_test[0]["text"],
+             "propositions": X_test[0]["propositions"]}
+
+    def no_work(*args):
+        raise AssertionError("a document was analysed before the check")
+
+    # The first offending document is named, before any document is analysed
+    # (the one after it is not even a valid document).
+    monkeypatch.setattr(_argument_features, "_analyse", no_work)
+    with pytest.raises(ValueError) as info:
+        af.transform([X_test[1], plain, {"propositions": [(0, 1)]}])
+    monkeypatch.undo()
+    message = str(info.value)
+    assert message.startswith("document 'plain' (X[1]) has no CoreNLP annotations "
+                              "('corenlp') and no discourse relations ('discourse')")
+    assert "fitted on documents with CoreNLP annotations" in message
+    assert "only 'text' and 'propositions'" in message
+    assert 'ArgumentFeatures(groups="text")' in message
+    # With CoreNLP but no discourse relations: the groups without them.
+    no_disc = dict(X_test[2], discourse=None)
+    with pytest.raises(ValueError, match=re.escape(
+            f"document {X_test[2]['id']!r} (X[0]) has no discourse relations ('discourse'),")
+            ) as info:
+        af.transform([no_disc])
+    kinds = [k for k in af.groups_ if k != "discourse"]
+    assert f"ArgumentFeatures(groups={kinds!r})" in str(info.value)
+    # The suggested groups do fit and transform such documents.
+    from sksparse_struct.datasets import load_cdcp_sample
+    X_train, y_train, _, _ = load_cdcp_sample()
+    assert ArgumentFeatures(groups=kinds).fit(X_train, y_train).transform([no_disc])
+
+
+def test_a_text_only_model_takes_text_only_documents():
+    from sksparse_struct import StructuredSVMArgumentMiner
+    from sksparse_struct.datasets import load_cdcp_sample
+    X_train, y_train, X_test, _ = load_cdcp_sample()
+    af = ArgumentFeatures(groups="text").fit(X_train, y_train)
+    plain = [{"text": d["text"], "propositions": d["propositions"]} for d in X_test[:3]]
+    out = af.transform(plain)
+    assert [o.props.shape for o in out] == [(len(d["propositions"]), af.n_prop_features_)
+                                            for d in plain]
+    # The annotations of the training documents were ignored: the same
+    # features with them as without them.
+    annotated = af.transform([dict(d, paragraphs=None, proposition_paragraph=None)
+                              for d in X_test[:3]])
+    for a, b in zip(out, annotated):
+        np.testing.assert_array_equal(a.props.toarray(), b.props.toarray())
+        np.testing.assert_array_equal(a.links.toarray(), b.links.toarray())
+    miner = StructuredSVMArgumentMiner(max_iter=2, random_state=0)
+    miner.fit(af.transform(X_train), y_train)
+    predicted = miner.predict(out)
+    assert [len(labels) for labels, _ in predicted] == [len(d["propositions"]) for d in plain]
+
+
 # ---------------------------------------------------------------------------
 # Properties on random text-only documents
 # ---------------------------------------------------------------------------
