@@ -19,7 +19,13 @@ budget give comparable runs:
   backtracking line search with Armijo's condition on the projected point;
 * stops when ``||g|| / max(1, ||x||) <= epsilon``, when the relative decrease
   of the objective over the last ``period`` iterations is below ``delta``, or
-  after ``max_iter`` iterations.
+  after ``max_iter`` iterations;
+* and, as libLBFGS and scipy's L-BFGS-B do, stops converged at the round-off
+  limit: when a line search fails because no trial point lowers the
+  objective by more than its rounding error while the gradient is tiny
+  (see :func:`minimize_lbfgs`). Which iterate reaches that limit first
+  depends on the last bits of ``fun``, so on the processor; a line-search
+  failure anywhere else is reported as one.
 
 Memory: ``2 * n_memory`` correction vectors plus five work vectors (six with
 L1) of the size of ``x``; every per-iteration update is done in place.
@@ -66,6 +72,17 @@ _BLOCK = 1 << 14
 
 _LINESEARCHES = ("auto", "more_thuente", "backtracking")
 
+# The round-off limit (see _RoundOff): a failed line search whose trials
+# never lowered the objective by more than its rounding error, at a point
+# where the gradient is tiny relative to the objective's scale
+# (||g|| * max(1, ||x||) <= _ROUNDOFF_GRADIENT * |f|: moving x by its own
+# size changes f by a hundred-thousandth at most) or vanishes to working
+# precision (||g|| / max(1, ||x||) <= sqrt(eps)). Far from a stationary
+# point (badly scaled features, a wrong gradient) the failure is reported.
+_ROUNDOFF_ULPS = 64  # the least rounding error granted to f, in units in the last place
+_ROUNDOFF_GRADIENT = 1e-5
+_EPS = np.finfo(np.float64).eps
+
 
 class LBFGSResult(NamedTuple):
     """Outcome of :func:`minimize_lbfgs`.
@@ -73,7 +90,9 @@ class LBFGSResult(NamedTuple):
     Attributes
     ----------
     x : ndarray of shape (n,)
-        The final point (the best one evaluated when a line search failed).
+        The final point: the last accepted iterate, the one the
+        ``callback`` saw last (``x0`` if no step was accepted), also when a
+        line search failed.
     fun : float
         The objective at ``x``, the L1 term included.
     grad : ndarray of shape (n,)
@@ -83,7 +102,8 @@ class LBFGSResult(NamedTuple):
     n_evals : int
         Number of calls to ``fun``.
     converged : bool
-        Whether the gradient test or the ``delta`` test stopped the run.
+        Whether the gradient test, the ``delta`` test or the round-off
+        limit stopped the run.
     message : str
         Which test stopped the run.
     """
@@ -626,6 +646,44 @@ def _backtracking_owlqn(evaluate, region, x, pg, d, finit, stp, max_evals, xt, g
 # ---------------------------------------------------------------------------
 
 
+class _RoundOff:
+    """The trials of one line search, and whether its failure is the round-off limit.
+
+    The rounding error of ``f`` is measured on the trials themselves: the
+    change of the objective from ``x`` to a trial ``x_t`` is predicted by the
+    trapezoidal rule on the gradients, ``(g + g_t) . (x_t - x) / 2`` (exact
+    for a quadratic, and the gradients are accurate where ``f`` is not,
+    being no difference of large numbers), plus the exact change of the L1
+    term; what the evaluated change departs from it by is rounding error
+    (or curvature, which only overstates it). It is at least
+    ``_ROUNDOFF_ULPS`` units in the last place of ``|f|``.
+    """
+
+    def __init__(self, x, f, g, region, c1, buffer):
+        self.x, self.f, self.g = x, f, g
+        self.region, self.c1, self.buffer = region, c1, buffer
+        self.norm1 = region.norm1(x) if c1 > 0 else 0.0
+        self.lowest = math.inf
+        self.error = _ROUNDOFF_ULPS * _EPS * abs(f)
+
+    def record(self, xt, f_t, g_t):
+        """Note the trial ``x_t`` (value ``f_t``, smooth gradient ``g_t``)."""
+        self.lowest = min(self.lowest, f_t)
+        change = 0.5 * (_diff_dot(xt, self.x, self.g, self.buffer)
+                        + _diff_dot(xt, self.x, g_t, self.buffer))
+        if self.c1 > 0:
+            change += self.c1 * (self.region.norm1(xt) - self.norm1)
+        departure = abs(f_t - self.f - change)
+        if math.isfinite(departure):
+            self.error = max(self.error, departure)
+
+    def reached(self, g_norm, x_norm):
+        """Whether a failed search met the rounding error of ``f`` near a minimum."""
+        tiny_gradient = (g_norm * max(1.0, x_norm) <= _ROUNDOFF_GRADIENT * abs(self.f)
+                         or g_norm / max(1.0, x_norm) <= math.sqrt(_EPS))
+        return self.lowest >= self.f - self.error and tiny_gradient
+
+
 def minimize_lbfgs(
     fun,
     x0,
@@ -689,9 +747,23 @@ def minimize_lbfgs(
     -------
     result : LBFGSResult
         ``x``, ``fun``, ``grad``, ``n_iter``, ``n_evals``, ``converged`` and
-        ``message``. A failed line search ends the run (``converged`` False,
-        the reason in ``message``) at the best point evaluated, rather than
-        raising.
+        ``message``. ``x``, ``fun`` and ``grad`` are always those of the last
+        accepted iterate (the one ``callback`` saw last). A line search that
+        fails ends the run rather than raising:
+
+        - at the round-off limit, ``converged`` is True: no trial point
+          lowered the objective by more than its rounding error (measured on
+          the trials: how far their values depart from what the gradients
+          predict, and at least 64 units in the last place of ``|f|``), and
+          the gradient is tiny, ``||g|| * max(1, ||x||) <= 1e-5 * |f|`` or
+          ``||g|| / max(1, ||x||) <= sqrt(machine epsilon)``. Near a
+          minimum, rounding hides what is left to gain before ``epsilon``
+          is met (libLBFGS and scipy's L-BFGS-B stop there too); which
+          iteration gets there depends on the last bits of ``fun``, so on
+          the processor;
+        - anywhere else (badly scaled features or a wrong gradient, for
+          instance) ``converged`` is False and ``message`` gives the reason
+          and ``||g|| / max(1, ||x||)``.
 
     Raises
     ------
@@ -785,8 +857,12 @@ def minimize_lbfgs(
     while True:
         where = f"at iteration {k + 1}"
 
+        trials = _RoundOff(x, f, g, region, c1, block)
+
         def evaluate(point, grad_out, stp):
-            return objective(point, grad_out, f"{where} (line-search step {stp:.6g})")
+            value = objective(point, grad_out, f"{where} (line-search step {stp:.6g})")
+            trials.record(point, value, grad_out)
+            return value
 
         if owlqn:
             failure, step, f_trial, n_ls = _backtracking_owlqn(
@@ -804,12 +880,23 @@ def minimize_lbfgs(
                 phi, f, _dot(g, d), step, max_linesearch
             )
         if failure is not None:
-            # Keep the best point evaluated: the last trial if it is lower.
-            if f_trial < f:
-                x, xt = xt, x
-                g, gt = gt, g
-                f = f_trial
-            return result(False, f"line search failed {where}: {failure}", k)
+            # x, f and g are still the last accepted iterate's: a trial the
+            # line search did not accept is never returned.
+            relative_gradient = g_norm / max(1.0, x_norm)
+            if trials.reached(g_norm, x_norm):
+                return result(
+                    True,
+                    f"converged: round-off limit {where} (no trial point lowered the "
+                    f"objective by more than its rounding error; ||g|| / max(1, ||x||) "
+                    f"= {relative_gradient:.3g})",
+                    k,
+                )
+            return result(
+                False,
+                f"line search failed {where}: {failure} (||g|| / max(1, ||x||) = "
+                f"{relative_gradient:.3g})",
+                k,
+            )
 
         k += 1
         x, xt = xt, x
