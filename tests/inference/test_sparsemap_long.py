@@ -110,22 +110,29 @@ def test_sparse_support_matches_dense_reference(monkeypatch, name, seed, generic
         for fast in ("_fast_tree", "_fast_projective_tree", "_fast_sequence"):
             monkeypatch.setattr(sm, fast, lambda *args: False)
     res = sparsemap(structure, *potentials, tol=1e-12)
-    values, _, p, u, objective = dense_active_set(structure, *potentials)
+    values, M, p, u, objective = dense_active_set(structure, *potentials)
     np.testing.assert_allclose(res.u, u, rtol=0, atol=1e-12)
     assert res.objective == pytest.approx(objective, rel=1e-12, abs=1e-12)
     # The dense rows on demand are the structures' indicator vectors.
     parts = structure.encode(*potentials)
     for y, m in zip(res.values, res.vertices_u):
         np.testing.assert_array_equal(m, structure.indicators(y, parts)[0])
-    if name != "at_most_two":
-        # The same distribution. (Subsets of two items can share a posterior
-        # in several ways, {0, 5} + {2, 4} = {2, 5} + {0, 4}: only u and the
-        # objective are unique there.)
-        ours = {_key(y): q for y, q in res.support}
-        theirs = {_key(y): q for y, q in zip(values, p)}
-        assert ours.keys() == theirs.keys()
+    # The distribution is one decomposition of the posterior.
+    np.testing.assert_allclose(res.probabilities @ res.vertices_u, res.u, rtol=0, atol=1e-12)
+    ours = {_key(y): q for y, q in res.support}
+    theirs = {_key(y): q for y, q in zip(values, p)}
+    if ours.keys() == theirs.keys():
         for key, q in ours.items():
             assert q == pytest.approx(theirs[key], abs=1e-12)
+    else:
+        # Two supports can give the same posterior only if their structures
+        # together are affinely dependent (subsets of two items: {0, 5} +
+        # {2, 4} = {2, 5} + {0, 4}); then the last bits of the arithmetic,
+        # so the processor, decide which one an active set ends on.
+        rows = {_key(y): m for y, m in zip(res.values, res.vertices_u)}
+        rows.update({_key(y): m for y, m in zip(values, M)})
+        lifted = np.array([np.r_[1.0, m] for m in rows.values()])
+        assert np.linalg.matrix_rank(lifted) < len(rows), "a second support for one posterior"
     # And both are the QP's solution.
     u_ref, obj_ref = reference_qp(structure, *potentials)
     np.testing.assert_allclose(res.u, u_ref, rtol=0, atol=1e-10)
