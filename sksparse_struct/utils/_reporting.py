@@ -25,6 +25,17 @@ First compilation
     disk for later processes. While a fit with ``verbose`` on (or the
     quickstart) compiles, :func:`compile_notice` says so once, on standard
     error: ``[LinearChainCRF] compiling numba kernels on first use ...``.
+
+Long steps
+    :func:`progress_ticker` keeps a user company through a step that may
+    take a while (the quickstart wraps each of its models in one): on
+    standard error, a line every ``interval`` seconds that says whether
+    numba is compiling, and at the end the step's time and how much of it
+    went to compiling::
+
+          ... still compiling numba kernels (first run only), 20 s
+          ... training, 30 s
+          done in 34.2 s (of which compiling 28.1 s)
 """
 
 import os
@@ -39,7 +50,7 @@ from numba.core import event
 from sklearn.exceptions import ConvergenceWarning
 
 __all__ = ["COMPILING_NOTICE", "Progress", "compile_notice", "format_progress",
-           "user_stacklevel", "warn", "warn_max_iter"]
+           "progress_ticker", "user_stacklevel", "warn", "warn_max_iter"]
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _SKLEARN = os.path.dirname(os.path.abspath(sklearn.__file__)) + os.sep
@@ -245,3 +256,115 @@ def compile_notice(owner, active=True):
     name = owner if isinstance(owner, str) else type(owner).__name__
     with event.install_listener("numba:compile", _FirstCompile(name, threading.get_ident())):
         yield
+
+
+class _CompileClock(event.Listener):
+    """The wall time during which numba compiles, in any thread of the process.
+
+    numba's compile events nest (a kernel compiles the kernels it calls
+    inside its own compilation) and may come from several threads: the
+    clock runs while at least one compilation is open.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._open = 0
+        self._since = None
+        self._seconds = 0.0
+
+    def on_start(self, event):
+        with self._lock:
+            if self._open == 0:
+                self._since = perf_counter()
+            self._open += 1
+
+    def on_end(self, event):
+        with self._lock:
+            self._open -= 1
+            if self._open == 0:
+                self._seconds += perf_counter() - self._since
+                self._since = None
+
+    @property
+    def compiling(self):
+        """Whether a compilation is under way."""
+        return self._open > 0
+
+    @property
+    def seconds(self):
+        """Seconds spent compiling so far, including an open compilation."""
+        with self._lock:
+            if self._since is None:
+                return self._seconds
+            return self._seconds + perf_counter() - self._since
+
+
+def _say(line, stream):
+    stream = sys.stderr if stream is None else stream
+    # One write per line, so that lines of two threads do not mix.
+    stream.write(line + "\n")
+    stream.flush()
+
+
+@contextmanager
+def progress_ticker(interval=10.0, what="training", indent="  ", stream=None):
+    """Say every ``interval`` seconds that the block is still running, then its time.
+
+    While the block runs, a background thread writes a line every
+    ``interval`` seconds: ``... still compiling numba kernels (first run
+    only), 20 s`` while numba compiles (anywhere in the process), else
+    ``... training, 20 s``. When the block ends (also by an exception),
+    ``done in 34.2 s``, with ``(of which compiling 28.1 s)`` if numba
+    compiled. A block shorter than ``interval`` gets only the last line.
+
+    Parameters
+    ----------
+    interval : float, default=10.0
+        Seconds between two lines; positive.
+    what : str, default="training"
+        What the block does when it is not compiling, as the lines say it.
+    indent : str, default="  "
+        Written before each line.
+    stream : file-like or None, default=None
+        Where the lines go; None means standard error (looked up when each
+        line is written), where :func:`compile_notice` writes too.
+
+    Examples
+    --------
+    A block shorter than ``interval`` gets only the last line:
+
+    >>> import io
+    >>> from sksparse_struct.utils._reporting import progress_ticker
+    >>> out = io.StringIO()
+    >>> with progress_ticker(interval=60, stream=out):
+    ...     total = sum(range(1000))
+    >>> out.getvalue()
+    '  done in 0.0 s\\n'
+    """
+    if not interval > 0:
+        raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
+    clock = _CompileClock()
+    stop = threading.Event()
+    start = perf_counter()
+
+    def tick():
+        while not stop.wait(interval):
+            doing = ("still compiling numba kernels (first run only)" if clock.compiling
+                     else what)
+            _say(f"{indent}... {doing}, {perf_counter() - start:.0f} s", stream)
+
+    ticker = threading.Thread(target=tick, name="progress_ticker", daemon=True)
+    with event.install_listener("numba:compile", clock):
+        ticker.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            ticker.join()
+            elapsed = perf_counter() - start
+            compiled = clock.seconds
+            # The compile time is rounded like the total, and shown when it
+            # shows as more than nothing.
+            note = f" (of which compiling {compiled:.1f} s)" if compiled >= 0.05 else ""
+            _say(f"{indent}done in {elapsed:.1f} s{note}", stream)
+

@@ -1,20 +1,33 @@
 """What keeps the first run short: one compile per type, pruned variants, a notice.
 
+And what keeps a user company through a first run: the progress lines of
+``progress_ticker``.
+
 The toy kernels here are not cached (``cache=False``) so that every test
 process compiles them afresh and the counts are exact.
 """
 
+import io
 import os
+import re
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import numpy as np
 import pytest
+from numba.core import event
 from sklearn.base import BaseEstimator
 
 from sksparse_struct.utils._numba import njit
-from sksparse_struct.utils._reporting import COMPILING_NOTICE, compile_notice
+from sksparse_struct.utils._reporting import (
+    COMPILING_NOTICE,
+    _CompileClock,
+    compile_notice,
+    progress_ticker,
+)
 from sksparse_struct.utils._sklearn_compat import fit_context
 
 KIND_A = 0
@@ -218,3 +231,78 @@ def test_internal_kernels_serve_kernels_and_refuse_python_calls():
     assert _calls_internal_helper(1) == 30
     with pytest.raises(TypeError, match="calls from other kernels only"):
         _internal_helper(1)
+
+
+# --------------------------------------------------------------------------
+# progress_ticker: company through a long step, and its compile time
+
+TICK = re.compile(r"^  \.\.\. (?P<doing>.+), (?P<seconds>\d+) s$")
+DONE = re.compile(r"^  done in (?P<total>\d+\.\d) s(?: \(of which compiling (?P<compiling>\d+\.\d) s\))?$")
+
+
+def test_progress_ticker_ticks_while_the_block_runs(capsys):
+    with progress_ticker(interval=0.02):
+        time.sleep(0.2)
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    *ticks, done = captured.err.splitlines()
+    # About ten ticks (a busy machine may delay some), in order.
+    assert len(ticks) >= 3, ticks
+    assert all(TICK.match(line)["doing"] == "training" for line in ticks), ticks
+    seconds = [int(TICK.match(line)["seconds"]) for line in ticks]
+    assert seconds == sorted(seconds)
+    match = DONE.match(done)
+    assert match and 0.2 <= float(match["total"]) < 1.0, done
+    assert match["compiling"] is None  # nothing was compiled
+
+
+def test_progress_ticker_says_when_numba_compiles(capsys):
+    out = io.StringIO()
+    with progress_ticker(interval=0.02, what="fitting", indent="    ", stream=out):
+        # A compilation as numba reports it (a real one may be too short to
+        # be seen by a tick): the events bracket it, nested ones count once.
+        event.start_event("numba:compile")
+        event.start_event("numba:compile")
+        time.sleep(0.15)
+        event.end_event("numba:compile")
+        time.sleep(0.05)
+        event.end_event("numba:compile")
+        time.sleep(0.3)
+    assert capsys.readouterr().err == ""  # all went to the stream
+    *ticks, done = out.getvalue().splitlines()
+    doing = [line.strip().split(", ")[0] for line in ticks]
+    assert doing[0] == "... still compiling numba kernels (first run only)"
+    assert doing[-1] == "... fitting"
+    # Compiling first, then fitting: the lines switch once.
+    assert doing == sorted(doing, key=lambda d: d == "... fitting")
+    match = re.fullmatch(r"    done in (\d+\.\d) s \(of which compiling (\d+\.\d) s\)", done)
+    assert match, done
+    total, compiling = map(float, match.groups())
+    assert 0.2 <= compiling <= total - 0.2
+
+
+def test_the_compile_clock_times_real_compilations():
+    @njit(cache=False)
+    def fresh(x):
+        return x * 2.0 + 1.0
+
+    clock = _CompileClock()
+    with event.install_listener("numba:compile", clock):
+        assert fresh(1.0) == 3.0
+    assert not clock.compiling and clock.seconds > 0.0
+    seconds = clock.seconds
+    with event.install_listener("numba:compile", clock):
+        fresh(2.0)  # compiled already
+    assert clock.seconds == seconds
+
+
+def test_progress_ticker_ends_with_the_block_also_on_an_error(capsys):
+    with pytest.raises(KeyError):
+        with progress_ticker(interval=0.01):
+            raise KeyError("boom")
+    [done] = capsys.readouterr().err.splitlines()
+    assert DONE.match(done)
+    assert not [t for t in threading.enumerate() if t.name == "progress_ticker"]
+    with pytest.raises(ValueError, match="interval must be a positive number of seconds"):
+        with progress_ticker(interval=0):
+            pass
