@@ -15,6 +15,7 @@ pieces can be tested and reused; only :func:`main` prints.
 
 import argparse
 import time
+from contextlib import nullcontext
 
 import numpy as np
 from sklearn.feature_extraction import DictVectorizer
@@ -25,7 +26,7 @@ from .linear_model import FenchelYoungClassifier
 from .metrics import attachment_report, flat_accuracy_score
 from .parsing import SparseMAPParser
 from .tagging import LinearChainCRF
-from .utils._reporting import compile_notice
+from .utils._reporting import compile_notice, progress_ticker
 
 __all__ = ["main"]
 
@@ -43,6 +44,10 @@ DEFAULT_CRF_C2 = 0.1
 # 5 epochs as after 10 (0.751), in about half the time.
 DEFAULT_PARSER_LOSS = "sparsemap"
 DEFAULT_PARSER_EPOCHS = 5
+# Seconds between two of main()'s "still compiling" / "training" lines while a
+# model trains (on a first run, the CRF and the parser compile for 15 to 25 s
+# each on 2 cores).
+TICK_SECONDS = 10.0
 
 
 def word_shape(word):
@@ -163,7 +168,7 @@ def top_candidates(proba_row, classes, k=None):
 
 
 def run(losses=DEFAULT_LOSSES, alpha=DEFAULT_ALPHA, sentence=DEFAULT_SENTENCE,
-        top_k=3, crf=True, crf_c2=DEFAULT_CRF_C2, parser=True, log=None):
+        top_k=3, crf=True, crf_c2=DEFAULT_CRF_C2, parser=True, log=None, step=None):
     """Train and evaluate classifiers, a CRF tagger and a parser on the EWT sample.
 
     Parameters
@@ -188,6 +193,11 @@ def run(losses=DEFAULT_LOSSES, alpha=DEFAULT_ALPHA, sentence=DEFAULT_SENTENCE,
         trees; see :func:`run_parser`.
     log : callable or None, default=None
         Called with a one-line message as each model starts training.
+    step : callable or None, default=None
+        Called with no argument as each model starts training, after
+        ``log``; the model's training and scoring run inside the context
+        manager it returns. :func:`main` passes one that writes progress
+        lines (:func:`~sksparse_struct.utils._reporting.progress_ticker`).
 
     Returns
     -------
@@ -239,32 +249,37 @@ def run(losses=DEFAULT_LOSSES, alpha=DEFAULT_ALPHA, sentence=DEFAULT_SENTENCE,
         "parser": None,
     }
     log = log or (lambda message: None)
+
+    def model(message):
+        log(message)
+        return nullcontext() if step is None else step()
+
     for loss in losses:
-        log(f"  FenchelYoungClassifier(loss={loss!r})")
-        # tol=1e-4 on the gradient: on this sample, tighter tolerances move
-        # at most a token or two of the test predictions but triple the time.
-        clf = FenchelYoungClassifier(loss=loss, alpha=alpha, tol=1e-4)
-        start = time.perf_counter()
-        clf.fit(F_train, tags_train)
-        fit_seconds = time.perf_counter() - start
-        mean_nonzero, single_fraction = sparsity(clf.predict_proba(F_test))
-        results["models"][loss] = {
-            "accuracy": float(clf.score(F_test, tags_test)),
-            "mean_nonzero": mean_nonzero,
-            "single_fraction": single_fraction,
-            "fit_seconds": fit_seconds,
-            "n_iter": clf.n_iter_,
-        }
-        results["example"]["candidates"][loss] = [
-            top_candidates(row, clf.classes_) for row in clf.predict_proba(F_example)
-        ]
+        with model(f"  FenchelYoungClassifier(loss={loss!r})"):
+            # tol=1e-4 on the gradient: on this sample, tighter tolerances move
+            # at most a token or two of the test predictions but triple the time.
+            clf = FenchelYoungClassifier(loss=loss, alpha=alpha, tol=1e-4)
+            start = time.perf_counter()
+            clf.fit(F_train, tags_train)
+            fit_seconds = time.perf_counter() - start
+            mean_nonzero, single_fraction = sparsity(clf.predict_proba(F_test))
+            results["models"][loss] = {
+                "accuracy": float(clf.score(F_test, tags_test)),
+                "mean_nonzero": mean_nonzero,
+                "single_fraction": single_fraction,
+                "fit_seconds": fit_seconds,
+                "n_iter": clf.n_iter_,
+            }
+            results["example"]["candidates"][loss] = [
+                top_candidates(row, clf.classes_) for row in clf.predict_proba(F_example)
+            ]
     if crf:
-        log("  LinearChainCRF(loss='crf')")
-        results["tagger"], results["example"]["tagger"] = _run_tagger(
-            X_train, y_train, X_test, y_test, sentence, crf_c2)
+        with model("  LinearChainCRF(loss='crf')"):
+            results["tagger"], results["example"]["tagger"] = _run_tagger(
+                X_train, y_train, X_test, y_test, sentence, crf_c2)
     if parser:
-        log(f"  SparseMAPParser(loss={DEFAULT_PARSER_LOSS!r})")
-        results["parser"] = run_parser(sentence=sentence)
+        with model(f"  SparseMAPParser(loss={DEFAULT_PARSER_LOSS!r})"):
+            results["parser"] = run_parser(sentence=sentence)
     return results
 
 
@@ -511,20 +526,29 @@ def _parse_args(argv):
     return args
 
 
-def main(argv=None):
+def main(argv=None, tick_seconds=TICK_SECONDS):
     """Entry point of ``python -m sksparse_struct``; returns the exit status.
+
+    On standard output: the name of each model as it starts training, then
+    the report. On standard error, while each model trains: a line every
+    ``tick_seconds`` that says whether numba is still compiling (a first
+    run only), the model's time when it is done, and how much of it went to
+    compiling (:func:`~sksparse_struct.utils._reporting.progress_ticker`).
 
     Parameters
     ----------
     argv : list of str, default=None
         Command-line arguments without the program name; ``None`` means
         ``sys.argv[1:]``.
+    tick_seconds : float, default=10.0
+        Seconds between two progress lines.
     """
     args = _parse_args(argv)
     print("Training on the bundled UD English EWT sample:", flush=True)
     with compile_notice("sksparse_struct"):
         results = run(losses=args.losses, alpha=args.alpha, sentence=args.sentence,
                       top_k=args.top_k, crf=args.crf, parser=args.parser,
-                      log=lambda message: print(message, flush=True))
+                      log=lambda message: print(message, flush=True),
+                      step=lambda: progress_ticker(tick_seconds, indent="    "))
     print(format_report(results))
     return 0

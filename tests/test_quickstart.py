@@ -31,7 +31,8 @@ def test_main_prints_a_sensible_report(capsys):
     # The full quickstart, as `python -m sksparse_struct` runs it: two
     # classifier fits and one CRF fit on the bundled sample (a few seconds).
     assert main([]) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
 
     assert "train 360 sentences, 5,684 tokens; test 100 sentences, 1,182 tokens" in out
     assert "17 UPOS tags" in out
@@ -109,6 +110,38 @@ def test_main_prints_a_sensible_report(capsys):
     assert int(n_words) == len(test)
     assert len(right.split(", ")) == len(probabilities)
     assert all(0 <= int(r) <= len(test) for r in right.split(", "))
+
+    # Standard error: each model's time when it is done, the compile notice
+    # on a first run, and a line every 10 s while a model trains.
+    err = captured.err.splitlines()
+    done = [line for line in err if line.startswith("    done in ")]
+    assert len(done) == 4, captured.err
+    assert all(DONE.fullmatch(line) for line in done), done
+    others = [line for line in err if line not in done]
+    assert all(TICK.fullmatch(line) or line.startswith("[sksparse_struct] compiling")
+               for line in others), others
+
+
+# The progress lines of main() on standard error.
+TICK = re.compile(r"    \.\.\. (still compiling numba kernels \(first run only\)|training), "
+                  r"\d+ s")
+DONE = re.compile(r"    done in \d+\.\d s( \(of which compiling \d+\.\d s\))?")
+
+
+def test_main_says_how_each_model_is_getting_on(capsys):
+    # One classifier, with a tick every 50 ms: its fit takes longer than that.
+    assert main(["--losses", "softmax", "--no-crf", "--no-parser"], tick_seconds=0.05) == 0
+    captured = capsys.readouterr()
+    # Standard output is as without the progress lines.
+    assert captured.out.splitlines()[:2] == ["Training on the bundled UD English EWT sample:",
+                                             "  FenchelYoungClassifier(loss='softmax')"]
+    assert not [line for line in captured.out.splitlines()
+                if TICK.fullmatch(line) or DONE.fullmatch(line)]
+    err = [line for line in captured.err.splitlines()
+           if not line.startswith("[sksparse_struct] compiling")]
+    *ticks, done = err
+    assert ticks and all(TICK.fullmatch(line) for line in ticks), err
+    assert DONE.fullmatch(done), err
 
 
 def test_help(capsys):
