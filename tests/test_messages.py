@@ -375,10 +375,26 @@ def test_lbfgs_line_search_failure_is_explained_in_terms_of_the_features(scale, 
 def test_lbfgs_line_search_failure_with_moderate_features():
     from sksparse_struct.tagging._linear_chain import _warn_line_search
 
-    _, record = caught(_warn_line_search, "LinearChainCRF (solver='lbfgs')", 12, 1.0)
+    _, record = caught(_warn_line_search, "LinearChainCRF (solver='lbfgs')", 12, 1.0, 0.25)
     message = the_one(record)
     assert message.startswith("LinearChainCRF (solver='lbfgs') stopped after 12 iterations")
-    assert "flat to rounding error near its minimum" in message and "Rescale" not in message
+    assert "away from the optimum (the gradient norm relative to the weights is 0.25)" in message
+    assert "Rescale" not in message
+
+
+@pytest.mark.parametrize("c2", [0.0, 0.1])
+def test_lbfgs_round_off_limit_is_no_failure(c2):
+    # tol=None asks for max_iter iterations; near the optimum rounding hides
+    # what is left to gain and L-BFGS stops there, converged: no warning,
+    # also where c2=0 lets the weights grow on separable chains.
+    rng = np.random.default_rng(0)
+    y = [list(rng.choice(["a", "b", "c"], size=int(rng.integers(2, 6)))) for _ in range(20)]
+    X = [[{f"w={label}": 1.0, "bias": 1.0} for label in labels] for labels in y]
+    crf = LinearChainCRF(c2=c2, tol=None, max_iter=1000)
+    _, record = caught(crf.fit, X, y)
+    assert not record
+    assert crf.n_iter_ < 1000
+    assert crf.score(X, y) == 1.0
 
 
 # --- through scikit-learn's wrappers ---------------------------------------------------

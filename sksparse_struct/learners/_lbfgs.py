@@ -72,13 +72,14 @@ _BLOCK = 1 << 14
 
 _LINESEARCHES = ("auto", "more_thuente", "backtracking")
 
-# The round-off limit (see _RoundOff): a failed line search whose trials
-# never lowered the objective by more than its rounding error, at a point
-# where the gradient is tiny relative to the objective's scale
-# (||g|| * max(1, ||x||) <= _ROUNDOFF_GRADIENT * |f|: moving x by its own
-# size changes f by a hundred-thousandth at most) or vanishes to working
-# precision (||g|| / max(1, ||x||) <= sqrt(eps)). Far from a stationary
-# point (badly scaled features, a wrong gradient) the failure is reported.
+# The round-off limit (see _RoundOff): a failed line search at a point where
+# the gradient vanishes to working precision (||g|| / max(1, ||x||) <=
+# sqrt(eps)), or whose trials never lowered the objective by more than its
+# rounding error at a point where the gradient is tiny relative to the
+# objective's scale (||g|| * max(1, ||x||) <= _ROUNDOFF_GRADIENT * |f|:
+# moving x by its own size changes f by a hundred-thousandth at most). Far
+# from a stationary point (badly scaled features, a wrong gradient) the
+# failure is reported.
 _ROUNDOFF_ULPS = 64  # the least rounding error granted to f, in units in the last place
 _ROUNDOFF_GRADIENT = 1e-5
 _EPS = np.finfo(np.float64).eps
@@ -678,10 +679,18 @@ class _RoundOff:
             self.error = max(self.error, departure)
 
     def reached(self, g_norm, x_norm):
-        """Whether a failed search met the rounding error of ``f`` near a minimum."""
-        tiny_gradient = (g_norm * max(1.0, x_norm) <= _ROUNDOFF_GRADIENT * abs(self.f)
-                         or g_norm / max(1.0, x_norm) <= math.sqrt(_EPS))
-        return self.lowest >= self.f - self.error and tiny_gradient
+        """Whether a failed search met the rounding error of ``f`` near a minimum.
+
+        Either the gradient vanishes to working precision (a stationary
+        point for any ``epsilon`` above ``sqrt(eps)``; ``f``'s rounding error
+        may then exceed what the trials show, e.g. where ``f`` tends to 0 as
+        a difference of large numbers), or no trial lowered ``f`` by more
+        than its rounding error and the gradient is tiny relative to ``f``.
+        """
+        if g_norm / max(1.0, x_norm) <= math.sqrt(_EPS):
+            return True
+        return (self.lowest >= self.f - self.error
+                and g_norm * max(1.0, x_norm) <= _ROUNDOFF_GRADIENT * abs(self.f))
 
 
 def minimize_lbfgs(
@@ -751,16 +760,16 @@ def minimize_lbfgs(
         accepted iterate (the one ``callback`` saw last). A line search that
         fails ends the run rather than raising:
 
-        - at the round-off limit, ``converged`` is True: no trial point
-          lowered the objective by more than its rounding error (measured on
-          the trials: how far their values depart from what the gradients
-          predict, and at least 64 units in the last place of ``|f|``), and
-          the gradient is tiny, ``||g|| * max(1, ||x||) <= 1e-5 * |f|`` or
-          ``||g|| / max(1, ||x||) <= sqrt(machine epsilon)``. Near a
-          minimum, rounding hides what is left to gain before ``epsilon``
-          is met (libLBFGS and scipy's L-BFGS-B stop there too); which
-          iteration gets there depends on the last bits of ``fun``, so on
-          the processor;
+        - at the round-off limit, ``converged`` is True: the gradient
+          vanishes to working precision (``||g|| / max(1, ||x||) <=
+          sqrt(machine epsilon)``), or no trial point lowered the objective
+          by more than its rounding error (measured on the trials: how far
+          their values depart from what the gradients predict, and at least
+          64 units in the last place of ``|f|``) and the gradient is tiny,
+          ``||g|| * max(1, ||x||) <= 1e-5 * |f|``. Near a minimum, rounding
+          hides what is left to gain before ``epsilon`` is met (libLBFGS and
+          scipy's L-BFGS-B stop there too); which iteration gets there
+          depends on the last bits of ``fun``, so on the processor;
         - anywhere else (badly scaled features or a wrong gradient, for
           instance) ``converged`` is False and ``message`` gives the reason
           and ``||g|| / max(1, ||x||)``.
@@ -886,9 +895,9 @@ def minimize_lbfgs(
             if trials.reached(g_norm, x_norm):
                 return result(
                     True,
-                    f"converged: round-off limit {where} (no trial point lowered the "
-                    f"objective by more than its rounding error; ||g|| / max(1, ||x||) "
-                    f"= {relative_gradient:.3g})",
+                    f"converged: round-off limit {where} (what is left to gain is "
+                    f"below the objective's rounding error; ||g|| / max(1, ||x||) = "
+                    f"{relative_gradient:.3g})",
                     k,
                 )
             return result(

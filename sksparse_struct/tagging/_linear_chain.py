@@ -101,28 +101,34 @@ def _check_feature_scale(matrix, lengths, names):
     )
 
 
-# Largest feature magnitude at which a failed L-BFGS line search is put down
-# to rounding near the optimum rather than to the scale of the features.
+# Largest feature magnitude at which a failed L-BFGS line search is not put
+# down to the scale of the features.
 _MODERATE_FEATURE_VALUE = 100.0
 
 
-def _warn_line_search(who, n_iter, feature_scale):
-    """The warning of an L-BFGS run whose line search found no step, in the user's terms."""
+def _warn_line_search(who, n_iter, feature_scale, relative_gradient):
+    """The warning of an L-BFGS run whose line search found no step, in the user's terms.
+
+    L-BFGS itself stops converged where rounding hides what is left to gain
+    near the optimum; a failure it reports happened away from it.
+    """
     if n_iter == 0:
         what = ("could not take a single step: its line search found no step that lowers the "
                 "objective, so the weights are still at their starting values")
     else:
         what = (f"stopped after {n_iter} iterations without converging: its line search "
                 "found no step that lowers the objective enough")
+    where = f"(the gradient norm relative to the weights is {relative_gradient:.3g})"
     if feature_scale > _MODERATE_FEATURE_VALUE:
         why = (f"The largest feature value is {feature_scale:.3g} in magnitude: features that "
                "large make the objective too steep for the solver. Rescale the features "
                "(e.g. divide each by its largest absolute value) and fit again.")
     else:
-        why = ("The features are moderate (the largest is "
-               f"{feature_scale:.3g} in magnitude), so the objective is probably flat to "
-               "rounding error near its minimum and the weights close to optimal; a larger "
-               "tol stops before that point.")
+        why = (f"This happened away from the optimum {where}, although the features are "
+               f"moderate (the largest is {feature_scale:.3g} in magnitude): the objective "
+               "is badly conditioned there, e.g. by features on very different scales or by "
+               "weights that grow without bound when c2 is 0. Standardise the features or "
+               "raise c2 and fit again.")
     warn(f"{who} {what}. {why}", ConvergenceWarning)
 
 
@@ -670,7 +676,8 @@ class LinearChainCRF(BaseEstimator):
                 f", and L-BFGS stopped after {result.n_iter} iterations, where its line search "
                 "found no step that lowers the objective" if line_search_failed else "")
         elif line_search_failed:
-            _warn_line_search(who, result.n_iter, feature_scale)
+            relative_gradient = np.linalg.norm(result.grad) / max(1.0, np.linalg.norm(result.x))
+            _warn_line_search(who, result.n_iter, feature_scale, float(relative_gradient))
         if not result.converged and not line_search_failed and self.tol:
             warn_max_iter(who, self.max_iter, "iteration",
                           f"the gradient norm fell below tol={self.tol} (relative to the "
