@@ -8,8 +8,10 @@ refits them and compares.
 
 Floating-point results can differ in their last bits between processors
 (BLAS kernels, libm variants), so the digests are only compared on the
-processor they were recorded on (``llvmlite``'s host CPU name); elsewhere
-the summary numbers are compared to a relative 1e-6 and the predictions'
+processor they were recorded on (``llvmlite``'s host CPU name), with the
+same kernels (no ``NUMBA_CPU_NAME``, ``NUMBA_CPU_FEATURES`` or
+``OPENBLAS_CORETYPE`` override, as in CI's second run); elsewhere the
+summary numbers are compared to a relative 1e-6 and the predictions'
 accuracy to within a point.
 
 To record the current results (only when a change of results is intended,
@@ -20,6 +22,7 @@ and say which and why in the commit)::
 
 import hashlib
 import json
+import os
 import platform
 import sys
 from pathlib import Path
@@ -149,13 +152,24 @@ def parser_record(params, data):
     }
 
 
+# Environment variables that choose other compiled kernels on the same
+# processor: numba's target CPU and features, OpenBLAS's core type.
+KERNEL_OVERRIDES = ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "OPENBLAS_CORETYPE")
+
+
 def host():
-    """What the digests depend on: processor, and the numerical libraries' versions."""
+    """What the digests depend on: processor, kernel choices, the numerical libraries' versions.
+
+    The kernel overrides appear only when set, so that a record made without
+    them matches a run without them.
+    """
     import llvmlite.binding as llvm
     import numba
 
-    return {"cpu": llvm.get_host_cpu_name(), "machine": platform.machine(),
+    info = {"cpu": llvm.get_host_cpu_name(), "machine": platform.machine(),
             "numpy": np.__version__, "numba": numba.__version__}
+    info.update({name: os.environ[name] for name in KERNEL_OVERRIDES if os.environ.get(name)})
+    return info
 
 
 def record_all():

@@ -17,11 +17,30 @@ RECORD = json.loads(ref.REFERENCE_FILE.read_text())
 SAME_HOST = RECORD["host"] == ref.host()
 
 
+def _off_host_tolerance(name, key):
+    """Relative tolerance of a summary number on another processor or other kernels.
+
+    Last-bit differences (libm's exp and log, BLAS, numba's code) stay at
+    rounding level in the fits whose every step is exact to rounding (CRF,
+    hinge, perceptron: 1e-15 measured, 1e-6 allowed for what iterations
+    amplify). The SparseMAP losses solve each sentence's QP to a Wolfe gap
+    of 1e-9, which fixes its posterior only to about sqrt(2e-9) = 4.5e-5,
+    and which structures make up the support can differ: over a few epochs
+    the weights and the objective drift by about 1e-4 (measured with libm's
+    non-FMA code), so 1e-3; a mean training loss under a margin sits near
+    the loss's kink for many sentences and moved by 4%, so 0.1.
+    """
+    params = ref.TAGGER_CONFIGS.get(name) or ref.PARSER_CONFIGS[name]
+    if "sparsemap" not in params["loss"]:
+        return 1e-6
+    return 0.1 if key == "final_loss" else 1e-3
+
+
 def _compare(name, got):
     want = RECORD["fits"][name]
     assert set(got) == set(want)
     if SAME_HOST:
-        # The processor and libraries the record was made with: bit for bit.
+        # The processor, kernels and libraries the record was made with: bit for bit.
         assert got == want, f"{name}: results changed; differing fields: " + ", ".join(
             f"{k} ({want[k]!r} -> {got[k]!r})" for k in want if got[k] != want[k])
         return
@@ -31,7 +50,8 @@ def _compare(name, got):
         elif key == "n_iter":
             assert abs(got[key] - value) <= 1, (name, key)
         elif isinstance(value, float):
-            assert got[key] == pytest.approx(value, rel=1e-6, abs=1e-9), (name, key)
+            rel = _off_host_tolerance(name, key)
+            assert got[key] == pytest.approx(value, rel=rel, abs=1e-9), (name, key)
 
 
 @pytest.fixture(scope="module")
