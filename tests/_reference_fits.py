@@ -9,10 +9,11 @@ refits them and compares.
 Floating-point results can differ in their last bits between processors
 (BLAS kernels, libm variants), so the digests are only compared on the
 processor they were recorded on (``llvmlite``'s host CPU name), with the
-same kernels (no ``NUMBA_CPU_NAME``, ``NUMBA_CPU_FEATURES`` or
-``OPENBLAS_CORETYPE`` override, as in CI's second run); elsewhere the
-summary numbers are compared to a relative 1e-6 and the predictions'
-accuracy to within a point.
+same kernels (no ``NUMBA_CPU_NAME``, ``NUMBA_CPU_FEATURES``,
+``OPENBLAS_CORETYPE`` or ``GLIBC_TUNABLES`` override, as in CI's second
+run); elsewhere the summary numbers are compared with the tolerances of
+``test_reference_fits._off_host_tolerance`` and the predictions' accuracy
+to within a point.
 
 To record the current results (only when a change of results is intended,
 and say which and why in the commit)::
@@ -153,8 +154,10 @@ def parser_record(params, data):
 
 
 # Environment variables that choose other compiled kernels on the same
-# processor: numba's target CPU and features, OpenBLAS's core type.
-KERNEL_OVERRIDES = ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "OPENBLAS_CORETYPE")
+# processor: numba's target CPU and features, OpenBLAS's core type, glibc's
+# choice of libm variants.
+KERNEL_OVERRIDES = ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "OPENBLAS_CORETYPE",
+                    "GLIBC_TUNABLES")
 
 
 def host():
