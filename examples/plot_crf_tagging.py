@@ -224,7 +224,7 @@ def main(argv=None):
         import matplotlib.pyplot as plt
     except ImportError:
         print("matplotlib is not installed: pip install matplotlib "
-              "(or sksparse_struct[examples]). Nothing drawn.")
+              "(or pip install \".[examples]\" from the clone). Nothing drawn.")
         return 0
     os.makedirs(args.output_dir, exist_ok=True)
     written = []

@@ -10,7 +10,7 @@ import gzip
 import pytest
 
 distributed = pytest.importorskip(
-    "distributed", reason="needs dask.distributed (pip install 'sksparse_struct[dask]')")
+    "distributed", reason="needs dask.distributed (pip install '.[dask]' from the clone)")
 
 from joblib import parallel_config
 from sklearn.pipeline import make_pipeline
