@@ -162,10 +162,14 @@ def _doc_name(doc, index):
 # Validation
 # ---------------------------------------------------------------------------
 
-def _check_document(doc, index):
-    """Check a document's keys and spans; return (text, spans, paragraphs, prop_paragraph)."""
+def _check_is_document(doc, index):
     if not isinstance(doc, dict):
         raise TypeError(f"document X[{index}] must be a dict, got {type(doc).__name__}")
+
+
+def _check_document(doc, index):
+    """Check a document's keys and spans; return (text, spans, paragraphs, prop_paragraph)."""
+    _check_is_document(doc, index)
     where = _doc_name(doc, index)
     for key in ("text", "propositions"):
         if key not in doc:
@@ -348,11 +352,10 @@ def _analyse(doc, index, cfg):
     out.prop_para = prop_para
     n_props = len(spans)
     sentences = None
+    # fit and transform have checked that every document has the annotations
+    # the fitted kinds use (ArgumentFeatures._availability / _check_annotations).
     if use_parse:
-        ann = doc.get("corenlp")
-        if ann is None:
-            raise ValueError(f"{where} has no CoreNLP annotations ('corenlp'), which "
-                             "the fitted features need")
+        ann = doc["corenlp"]
         try:
             raw_sents = ann["sentences"]
             toks = [(t["word"], t["lemma"], t["pos"], int(t["characterOffsetBegin"]),
@@ -490,11 +493,7 @@ def _analyse(doc, index, cfg):
 
     # Discourse relations overlapping each proposition.
     if use_discourse:
-        rels = doc.get("discourse")
-        if rels is None:
-            raise ValueError(f"{where} has no discourse relations ('discourse'), which "
-                             "the fitted features need")
-        rels = _check_discourse(rels, where)
+        rels = _check_discourse(doc["discourse"], where)
         for k in range(n_props):
             cs, ce = char_start[k], spans[k][1]
             labels = set()
@@ -1302,8 +1301,7 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
         if not needed:
             return
         for i, doc in enumerate(X):
-            if not isinstance(doc, dict):
-                raise TypeError(f"document X[{i}] must be a dict, got {type(doc).__name__}")
+            _check_is_document(doc, i)
             missing = [key for key in needed if doc.get(key) is None]
             if not missing:
                 continue
