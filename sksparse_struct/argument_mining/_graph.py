@@ -16,7 +16,8 @@ import numpy as np
 from ..inference import FactorGraph
 from ..structures import DependencyTree
 
-__all__ = ["SECOND_ORDER_TYPES", "ArgumentGraph", "build_argument_graph"]
+__all__ = ["SECOND_ORDER_TYPES", "ArgumentGraph", "build_argument_graph",
+           "constraint_violations", "round_to_constraints"]
 
 #: Second-order pair types and the two links each forms from a triple (a, b, c).
 SECOND_ORDER_TYPES = {
@@ -289,3 +290,188 @@ default=("coparent", "sibling")
     return ArgumentGraph(graph=fg, prop_vars=prop_vars, link_vars=link_vars,
                          compat_offsets=np.asarray(compat_offsets, dtype=np.int64),
                          pair_offsets=pair_offsets, root_vars=root_vars)
+
+
+def _rules(n_labels, illegal_label_pairs, required_source_label):
+    """``allowed[i, j]``: may a link go from a proposition labelled ``i`` to one labelled ``j``."""
+    allowed = np.ones((n_labels, n_labels), dtype=bool)
+    illegal = np.asarray(illegal_label_pairs, dtype=np.int64).reshape(-1, 2)
+    allowed[illegal[:, 0], illegal[:, 1]] = False
+    if required_source_label is not None:
+        allowed[np.arange(n_labels) != required_source_label, :] = False
+    return allowed
+
+
+def _same_paragraph(link_pairs, proposition_paragraph, n_props):
+    para = (np.zeros(n_props, dtype=np.int64) if proposition_paragraph is None
+            else np.asarray(proposition_paragraph, dtype=np.int64))
+    return para, para[link_pairs[:, 0]] == para[link_pairs[:, 1]]
+
+
+def constraint_violations(constraints, labels, link_pairs, on, *, n_labels,
+                          proposition_paragraph=None, illegal_label_pairs=(),
+                          required_source_label=None, label_names=None, limit=3):
+    """How a decoded structure breaks the hard constraints of :func:`build_argument_graph`.
+
+    Parameters
+    ----------
+    constraints : {"cdcp", "tree", "none"}
+        As in :func:`build_argument_graph`.
+    labels : array-like of shape (n_props,), int
+        The label of each proposition.
+    link_pairs : ndarray of shape (n_links, 2), int64
+        ``(source, target)`` of each candidate link.
+    on : array-like of shape (n_links,), bool
+        Which candidate links are on.
+    n_labels : int
+        Number of labels.
+    proposition_paragraph, illegal_label_pairs, required_source_label :
+        As in :func:`build_argument_graph`.
+    label_names : sequence or None, default=None
+        The name of each label, for the messages (default: its number).
+    limit : int, default=3
+        At most this many violations are described.
+
+    Returns
+    -------
+    violations : list of str
+        Empty when every constraint holds.
+    """
+    labels = np.asarray(labels, dtype=np.int64)
+    on = np.asarray(on, dtype=bool)
+    pairs = np.asarray(link_pairs, dtype=np.int64).reshape(-1, 2)
+    n = labels.shape[0]
+    out = []
+    allowed = _rules(n_labels, illegal_label_pairs, required_source_label)
+    names = list(range(n_labels)) if label_names is None else list(label_names)
+    for s, t in pairs[on]:
+        if not allowed[labels[s], labels[t]]:
+            out.append(f"link {s} -> {t} goes from label {names[labels[s]]!r} to label "
+                       f"{names[labels[t]]!r}, which the strictness rule forbids")
+    A = np.zeros((n, n), dtype=bool)
+    A[pairs[on, 0], pairs[on, 1]] = True
+    cand = np.zeros((n, n), dtype=bool)
+    cand[pairs[:, 0], pairs[:, 1]] = True
+    if constraints == "cdcp":
+        for s, t in pairs[on]:
+            if A[t, s] and cand[t, s] and s < t:
+                out.append(f"links {s} -> {t} and {t} -> {s} are both on")
+            for c in np.flatnonzero(A[t]):
+                if c != s and cand[s, c] and not A[s, c]:
+                    out.append(f"links {s} -> {t} and {t} -> {c} are on but {s} -> {c} is "
+                               "off (transitivity)")
+    elif constraints == "tree":
+        _, inside = _same_paragraph(pairs, proposition_paragraph, n)
+        T = np.zeros((n, n), dtype=bool)
+        T[pairs[on & inside, 0], pairs[on & inside, 1]] = True
+        for s in np.flatnonzero(T.sum(axis=1) > 1):
+            out.append(f"proposition {s} supports {np.flatnonzero(T[s]).tolist()}, more than "
+                       "one proposition")
+        heads = np.where(T.any(axis=1), T.argmax(axis=1), -1)
+        for start in range(n):
+            node, steps = start, 0
+            while heads[node] >= 0 and steps <= n:
+                node, steps = heads[node], steps + 1
+                if node == start:
+                    out.append(f"the links through proposition {start} form a cycle")
+                    break
+    return out[:limit]
+
+
+def round_to_constraints(constraints, prop_marginals, link_marginals, link_pairs, *,
+                         proposition_paragraph=None, illegal_label_pairs=(),
+                         required_source_label=None):
+    """A structure that satisfies the hard constraints, close to (fractional) marginals.
+
+    Each proposition takes its most probable label. The links are then the
+    feasible set (given those labels) that is close in Hamming distance to
+    the link marginals ``u``, i.e. of high total ``2 u - 1``:
+
+    - ``"none"``: the links with ``u > 0.5`` (and a legal label pair);
+    - ``"tree"``: in each paragraph, the maximum spanning forest under arc
+      scores ``2 u - 1`` (Chu-Liu-Edmonds, exact): every proposition supports
+      at most one other and there is no cycle;
+    - ``"cdcp"``: greedily, links in decreasing ``u > 0.5``, each added with
+      the links transitivity then implies when the additions keep the set
+      antisymmetric and legal and gain in total (a heuristic: the exact
+      nearest transitive set is NP-hard).
+
+    Parameters
+    ----------
+    constraints : {"cdcp", "tree", "none"}
+        As in :func:`build_argument_graph`.
+    prop_marginals : ndarray of shape (n_props, n_labels)
+    link_marginals : ndarray of shape (n_links,)
+        The probability that each candidate link is on.
+    link_pairs : ndarray of shape (n_links, 2), int64
+    proposition_paragraph, illegal_label_pairs, required_source_label :
+        As in :func:`build_argument_graph`.
+
+    Returns
+    -------
+    labels : ndarray of shape (n_props,), int64
+    on : ndarray of shape (n_links,), bool
+    """
+    prop_marginals = np.asarray(prop_marginals, dtype=np.float64)
+    n, n_labels = prop_marginals.shape
+    labels = np.argmax(prop_marginals, axis=1).astype(np.int64)
+    pairs = np.asarray(link_pairs, dtype=np.int64).reshape(-1, 2)
+    gain = 2.0 * np.asarray(link_marginals, dtype=np.float64) - 1.0
+    allowed = _rules(n_labels, illegal_label_pairs, required_source_label)
+    legal = allowed[labels[pairs[:, 0]], labels[pairs[:, 1]]]
+    on = (gain > 0) & legal
+    if constraints == "tree":
+        para, inside = _same_paragraph(pairs, proposition_paragraph, n)
+        on &= ~inside  # links across paragraphs are not constrained
+        tree = DependencyTree(single_root=False)
+        for p in np.unique(para):
+            props = np.flatnonzero(para == p)
+            if props.shape[0] < 2:
+                continue
+            local = np.full(n, -1, dtype=np.int64)
+            local[props] = np.arange(1, props.shape[0] + 1)
+            links = np.flatnonzero(inside & legal & (para[pairs[:, 0]] == p))
+            scores = np.full((props.shape[0] + 1,) * 2, -np.inf)
+            scores[0, 1:] = 0.0
+            scores[local[pairs[links, 1]], local[pairs[links, 0]]] = gain[links]
+            heads = tree.map(scores)
+            on[links] = heads[local[pairs[links, 0]]] == local[pairs[links, 1]]
+    elif constraints == "cdcp":
+        on = _greedy_transitive(n, pairs, gain, legal)
+    return labels, on
+
+
+def _greedy_transitive(n, pairs, gain, legal):
+    """Links added by decreasing gain with their transitive consequences (see above)."""
+    index = np.full((n, n), -1, dtype=np.int64)
+    index[pairs[:, 0], pairs[:, 1]] = np.arange(pairs.shape[0])
+    cand = index >= 0
+    A = np.zeros((n, n), dtype=bool)
+    for e in np.argsort(-gain, kind="stable"):
+        if gain[e] <= 0:
+            break
+        s, t = pairs[e]
+        if A[s, t] or not legal[e]:
+            continue
+        trial = A.copy()
+        trial[s, t] = True
+        added, stack, ok = [e], [(s, t)], True
+        while stack and ok:
+            a, b = stack.pop()
+            if cand[b, a] and trial[b, a]:
+                ok = False
+                break
+            implied = [(a, c) for c in np.flatnonzero(trial[b]) if c != a and cand[a, c]]
+            implied += [(x, b) for x in np.flatnonzero(trial[:, a]) if x != b and cand[x, b]]
+            for a2, c2 in implied:
+                if not trial[a2, c2]:
+                    k = index[a2, c2]
+                    if not legal[k]:
+                        ok = False
+                        break
+                    trial[a2, c2] = True
+                    added.append(k)
+                    stack.append((a2, c2))
+        if ok and gain[added].sum() > 0:
+            A = trial
+    return A[pairs[:, 0], pairs[:, 1]]

@@ -1,5 +1,6 @@
 """Joint prediction of proposition types and support links with a structured SVM."""
 
+import time
 from numbers import Integral, Real
 
 import numpy as np
@@ -12,9 +13,9 @@ from ..feature_extraction import DocumentFeatures
 from ..inference import ad3, ad3_map, milp_map
 from ..learners import minimize_bcfw
 from ..metrics import argument_f1_score
-from ..utils._reporting import Progress
+from ..utils._reporting import Progress, warn
 from ..utils._sklearn_compat import Interval, StrOptions, fit_context
-from ._graph import build_argument_graph
+from ._graph import build_argument_graph, constraint_violations, round_to_constraints
 from ._problem import (
     SECOND_ORDER_TYPES,
     ArgumentProblem,
@@ -22,6 +23,7 @@ from ._problem import (
     ParameterLayout,
     document_potentials,
     graph_scores,
+    pair_links,
 )
 
 __all__ = ["CDCP_OBJECTIVITY", "StructuredSVMArgumentMiner"]
@@ -64,6 +66,71 @@ def _check_documents(X, name="X"):
                 raise ValueError(f"document {d} of {name}: {what} features contain NaN or "
                                  "infinity.")
     return docs
+
+
+def _label_kind(label):
+    """``"str"`` or ``"int"`` for a proposition label, else None."""
+    if isinstance(label, (str, np.str_)):
+        return "str"
+    if isinstance(label, (Integral, np.integer)) and not isinstance(label, (bool, np.bool_)):
+        return "int"
+    return None
+
+
+def _sorted_labels(labels, where):
+    """The distinct labels, sorted, as an array: object array of str, or int64.
+
+    ``labels`` is an iterable of ``(label, place)``; ``where`` names the
+    argument in the messages.
+    """
+    kinds, seen = {}, set()
+    for label, place in labels:
+        kind = _label_kind(label)
+        if kind is None:
+            raise ValueError(f"{place}: label {label!r} is a {type(label).__name__}; labels "
+                             "must be strings or integers.")
+        kinds.setdefault(kind, (label, place))
+        seen.add(str(label) if kind == "str" else int(label))
+    if len(kinds) > 1:
+        (a, pa), (b, pb) = kinds["str"], kinds["int"]
+        raise ValueError(f"{where} mixes string and integer labels ({a!r} at {pa}, {b!r} at "
+                         f"{pb}): use one type.")
+    if kinds.get("int"):
+        return np.array(sorted(seen), dtype=np.int64)
+    return np.array(sorted(seen), dtype=object)
+
+
+def _label_classes(y):
+    """``classes_`` from the targets of ``fit``."""
+    if not hasattr(y, "__len__"):
+        raise TypeError("y must be a list of (labels, links) pairs.")
+
+    def labels():
+        for d, target in enumerate(y):
+            try:
+                labels_d = target[0]
+                iter(labels_d)
+            except (TypeError, IndexError, KeyError):
+                raise ValueError(f"target {d} must be a (labels, links) pair.") from None
+            if isinstance(labels_d, str):
+                raise ValueError(f"target {d}: the labels must be a sequence of labels, one per "
+                                 f"proposition, not the string {labels_d!r}.")
+            for a, label in enumerate(labels_d):
+                yield label, f"document {d}, proposition {a}"
+
+    return _sorted_labels(labels(), "y")
+
+
+def _link_index(value):
+    """A link end as an int, or None when ``value`` is not a whole number."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (Integral, np.integer)):
+        return int(value)
+    if isinstance(value, (Real, np.floating)) and np.isfinite(value) and \
+            float(value).is_integer():
+        return int(value)
+    return None
 
 
 class StructuredSVMArgumentMiner(BaseEstimator):
@@ -115,11 +182,12 @@ class StructuredSVMArgumentMiner(BaseEstimator):
     second_order : tuple of str, default=("coparent", "sibling")
         Second-order factor types among ``"coparent"``, ``"grandparent"``,
         ``"sibling"``; ``()`` for none.
-    strict_labels : sequence of str or str, default=None
+    strict_labels : sequence of labels or label, default=None
         For ``"cdcp_strict"``: the labels from most to least objective
         (default: reference, testimony, fact, value, policy); every label
         seen in ``fit`` must be listed. For ``"tree_strict"``: the label a
-        source of a link must have (default ``"Premise"``).
+        source of a link must have (default ``"Premise"``). Labels are
+        strings or integers, as in ``y``.
     C : float, default=0.1
         Weight of the loss against the regulariser ``||w||^2 / 2``.
     link_cost : "balanced" or float, default="balanced"
@@ -131,14 +199,34 @@ class StructuredSVMArgumentMiner(BaseEstimator):
     decode : {"exact", "lp", "milp"}, default="exact"
         Prediction: exact MAP by branch-and-bound over AD³
         (:func:`~sksparse_struct.inference.ad3_map`), the LP relaxation
-        rounded per variable, or exact MAP by HiGHS
-        (:func:`~sksparse_struct.inference.milp_map`).
+        rounded to a structure that satisfies the constraints, or exact MAP
+        by HiGHS (:func:`~sksparse_struct.inference.milp_map`). Every
+        decoder returns structures that satisfy the hard constraints. The
+        LP's rounding: each variable to its nearest integer when that
+        satisfies the constraints (always, when the LP is integral); else
+        each proposition to its most probable label and the links to a
+        feasible set close to their marginals (with ``"tree"``: the maximum
+        spanning forest under the scores ``2 u - 1`` of the link marginals
+        ``u``, exact; with ``"cdcp"``: links added greedily in decreasing
+        ``u`` with the links transitivity implies).
     max_bb_nodes : int, default=100
         With ``decode="exact"``, the branch-and-bound nodes (LP solves) per
         document: when the budget runs out, the best assignment found is
-        returned, optimal or not (a loopy factor graph can need
-        exponentially many nodes, mostly for badly trained weights; the
-        paper's decoder stopped at depth 5).
+        returned, optimal or not, with a warning (a loopy factor graph can
+        need exponentially many nodes, mostly for badly trained weights;
+        the paper's decoder stopped at depth 5).
+    time_limit : float or None, default=60.0
+        With ``decode="exact"`` or ``"milp"``, the seconds of exact decoding
+        per document (``None``: no limit). Branch-and-bound gets as many
+        nodes as the time of the root LP solve fits into 80% of the time
+        left (at most ``max_bb_nodes``); HiGHS gets the time left. When
+        decoding stops before optimality is proven, the best assignment
+        found is kept, or, if there is none, the constraint-respecting
+        rounding of the LP relaxation (as ``decode="lp"``), and a warning
+        names the documents. A large paragraph (60 propositions and 3,540
+        candidate links under ``"cdcp"``) takes seconds per LP solve; small
+        documents never reach the limit, so their predictions do not depend
+        on the machine's speed.
     lp_max_iter : int, default=200
         AD³ iterations per LP solve. In training, each document's solver
         starts from its state of the previous pass, so the iterations add
@@ -166,8 +254,9 @@ class StructuredSVMArgumentMiner(BaseEstimator):
 
     Attributes
     ----------
-    classes_ : ndarray of str
-        The proposition labels, sorted.
+    classes_ : ndarray
+        The proposition labels, sorted: strings (object array) or integers,
+        as in ``y``; predictions use the same labels.
     coef_ : ndarray of shape (n_params,)
         The averaged weights; :attr:`layout_` says where each group sits.
     layout_ : ParameterLayout
@@ -203,12 +292,13 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         "constraints": [StrOptions(set(_CONSTRAINTS))],
         "compat_features": ["boolean"],
         "second_order": [tuple, list, None],
-        "strict_labels": [None, str, tuple, list],
+        "strict_labels": [None, str, Integral, tuple, list],
         "C": [Interval(Real, 0, None, closed="neither")],
         "link_cost": [StrOptions({"balanced"}), Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "decode": [StrOptions(set(_DECODERS))],
         "max_bb_nodes": [Interval(Integral, 1, None, closed="left")],
+        "time_limit": [None, Interval(Real, 0, None, closed="neither")],
         "lp_max_iter": [Interval(Integral, 1, None, closed="left")],
         "lp_tol": [Interval(Real, 0, None, closed="neither")],
         "n_jobs": [None, Integral],
@@ -228,6 +318,7 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         max_iter=100,
         decode="exact",
         max_bb_nodes=100,
+        time_limit=60.0,
         lp_max_iter=200,
         lp_tol=1e-5,
         n_jobs=None,
@@ -243,6 +334,7 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         self.max_iter = max_iter
         self.decode = decode
         self.max_bb_nodes = max_bb_nodes
+        self.time_limit = time_limit
         self.lp_max_iter = lp_max_iter
         self.lp_tol = lp_tol
         self.n_jobs = n_jobs
@@ -270,7 +362,7 @@ class StructuredSVMArgumentMiner(BaseEstimator):
     def _targets(self, y, docs, classes):
         if len(y) != len(docs):
             raise ValueError(f"X has {len(docs)} documents but y has {len(y)} targets.")
-        codes = {label: c for c, label in enumerate(classes)}
+        codes = {label: c for c, label in enumerate(classes.tolist())}
         targets = []
         for d, (doc, target) in enumerate(zip(docs, y)):
             try:
@@ -282,7 +374,7 @@ class StructuredSVMArgumentMiner(BaseEstimator):
                 raise ValueError(f"document {d}: {len(labels)} labels for {n} propositions.")
             label_codes = np.empty(n, dtype=np.int64)
             for a, label in enumerate(labels):
-                if label not in codes:
+                if _label_kind(label) is None or label not in codes:
                     raise ValueError(f"document {d}, proposition {a}: unknown label {label!r} "
                                      f"(known: {list(classes)}).")
                 label_codes[a] = codes[label]
@@ -290,10 +382,14 @@ class StructuredSVMArgumentMiner(BaseEstimator):
             on = np.zeros(doc.link_pairs.shape[0], dtype=np.int64)
             for link in links:
                 try:
-                    s, t = (int(v) for v in link)
+                    s, t = (_link_index(v) for v in link)
                 except (TypeError, ValueError):
                     raise ValueError(f"document {d}: link {link!r} is not a (source, target) "
                                      "pair.") from None
+                if s is None or t is None:
+                    raise ValueError(f"document {d}: link {link!r} must name its source and "
+                                     "target by proposition indices (whole numbers); "
+                                     f"{link!r} has a fractional or non-numeric index.")
                 if (s, t) not in index:
                     raise ValueError(
                         f"document {d}: link {s} -> {t} is not a candidate link (propositions "
@@ -304,22 +400,46 @@ class StructuredSVMArgumentMiner(BaseEstimator):
 
     def _strict_options(self, classes):
         """Illegal (source label, target label) pairs and the required source label."""
+        classes = list(classes.tolist())
         if self.constraints == "cdcp_strict":
-            order = CDCP_OBJECTIVITY if self.strict_labels is None else tuple(self.strict_labels)
-            missing = [c for c in classes if c not in order]
-            if missing or isinstance(self.strict_labels, str):
-                raise ValueError(f"strict_labels must order every label from most to least "
-                                 f"objective; labels not listed: {missing}.")
+            if self.strict_labels is None:
+                missing = [c for c in classes if c not in CDCP_OBJECTIVITY]
+                if missing:
+                    raise ValueError(
+                        f"constraints='cdcp_strict' (the default) orders the CDCP labels "
+                        f"{CDCP_OBJECTIVITY} from most to least objective, but the labels "
+                        f"{missing} are not among them. For argument trees such as the "
+                        "persuasive essays' (MajorClaim, Claim, Premise) use "
+                        "constraints='tree' or 'tree_strict' (only strict_labels, default "
+                        "'Premise', may support another proposition); else list your labels "
+                        "in strict_labels from most to least objective, or use "
+                        "constraints='cdcp' or 'none'.")
+                order = CDCP_OBJECTIVITY
+            else:
+                if isinstance(self.strict_labels, (str, Integral)):
+                    raise ValueError(
+                        "with constraints='cdcp_strict', strict_labels must list the labels "
+                        f"from most to least objective; got the single label "
+                        f"{self.strict_labels!r} (a single label is for 'tree_strict').")
+                order = tuple(self.strict_labels)
+                missing = [c for c in classes if c not in order]
+                if missing:
+                    raise ValueError(f"strict_labels must order every label from most to least "
+                                     f"objective; labels not listed: {missing}.")
             rank = {label: r for r, label in enumerate(order)}
             illegal = [(i, j) for i, a in enumerate(classes) for j, b in enumerate(classes)
                        if rank[a] > rank[b]]
             return illegal, None
         if self.constraints == "tree_strict":
             label = "Premise" if self.strict_labels is None else self.strict_labels
-            if not isinstance(label, str) or label not in classes:
-                raise ValueError(f"strict_labels must be the one label a link's source must "
-                                 f"have, among {list(classes)}; got {label!r}.")
-            return [], int(np.searchsorted(classes, label))
+            if _label_kind(label) is None or label not in classes:
+                raise ValueError(
+                    f"constraints='tree_strict': strict_labels must be the one label a link's "
+                    f"source must have, among {classes}; got {label!r}"
+                    + (" (the default, the persuasive essays' label)"
+                       if self.strict_labels is None else "")
+                    + ". Pass strict_labels=<label>, or use constraints='tree'.")
+            return [], classes.index(label)
         return [], None
 
     def _graph(self, doc):
@@ -360,15 +480,7 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         if len(widths[0]) > 1 or len(widths[1]) > 1:
             raise ValueError("the documents have different numbers of features: transform them "
                              "all with the same fitted ArgumentFeatures.")
-        if not hasattr(y, "__len__"):
-            raise TypeError("y must be a list of (labels, links) pairs.")
-        all_labels = set()
-        for d, target in enumerate(y):
-            try:
-                all_labels.update(str(label) for label in target[0])
-            except (TypeError, IndexError):
-                raise ValueError(f"target {d} must be a (labels, links) pair.") from None
-        self.classes_ = np.array(sorted(all_labels), dtype=object)
+        self.classes_ = _label_classes(y)
         targets = self._targets(y, docs, self.classes_)
         self._illegal_, self._required_source_ = self._strict_options(self.classes_)
         n_second = docs[0].second_order.shape[1] if types else 0
@@ -396,6 +508,9 @@ class StructuredSVMArgumentMiner(BaseEstimator):
                        ("ad3_iterations", float(info.stats[1]) / info.n_samples)]
             progress.update(info.n_iter, fields, force=info.gap is not None)
 
+        # Multi-plane BCFW: 8 cached LP solutions per document, a document decoded
+        # only when its cached planes fall behind; 8 documents decoded at the same
+        # weights, on n_jobs threads (the result does not depend on n_jobs).
         result = minimize_bcfw(problem, C=self.C, max_iter=self.max_iter,
                                random_state=check_random_state(self.random_state),
                                callback=callback)
@@ -414,7 +529,7 @@ class StructuredSVMArgumentMiner(BaseEstimator):
 
         Parameters
         ----------
-        classes : sequence of str
+        classes : sequence of str or int
             The proposition labels, in the order of the rows of
             ``prop_weights``.
         prop_weights : array-like of shape (n_classes, n_prop_features)
@@ -425,12 +540,21 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         -------
         self : StructuredSVMArgumentMiner
         """
+        self._validate_params()
         if self._second_order_types():
             raise ValueError("set_unary_weights scores no second-order factor: set "
                              "second_order=().")
-        order = np.argsort(np.asarray(classes, dtype=object).astype(str), kind="stable")
-        classes = np.asarray(classes, dtype=object)[order]
-        prop_weights = np.asarray(prop_weights, dtype=np.float64)[order]
+        given = list(classes)
+        classes = _sorted_labels(((c, f"classes[{i}]") for i, c in enumerate(given)), "classes")
+        if len(classes) != len(given):
+            raise ValueError(f"classes lists a label twice: {given!r}.")
+        position = {c: i for i, c in enumerate(given)}
+        order = np.array([position[c] for c in classes.tolist()], dtype=np.int64)
+        prop_weights = np.asarray(prop_weights, dtype=np.float64)
+        if prop_weights.ndim != 2 or prop_weights.shape[0] != len(classes):
+            raise ValueError("prop_weights must be (n_classes, n_prop_features) and "
+                             "link_weights (2, n_link_features).")
+        prop_weights = prop_weights[order]
         link_weights = np.asarray(link_weights, dtype=np.float64)
         if prop_weights.ndim != 2 or prop_weights.shape[0] != len(classes) or \
                 link_weights.ndim != 2 or link_weights.shape[0] != 2:
@@ -459,29 +583,152 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         prop, link, compat, pairs = document_potentials(self.coef_, self.layout_, doc)
         return graph_scores(graph, self.layout_, prop, link, compat, pairs)
 
-    def _decode_one(self, doc):
-        graph = self._graph(doc)
-        variable_scores, factor_scores = self._scores(doc, graph)
+    def _structure(self, doc, graph, values):
+        """Label codes, link states and a note: ``values`` rounded to a feasible structure.
+
+        Each variable to its nearest integer if that satisfies the
+        constraints (always for an exact MAP, and for an integral LP);
+        else :func:`round_to_constraints` on the marginals, and the note
+        says which constraint the plain rounding broke.
+        """
+        prop, link = values[graph.prop_vars], values[graph.link_vars]
+        codes, on = np.argmax(prop, axis=1).astype(np.int64), link > 0.5
+        structure = {"none": "none", "cdcp": "cdcp", "cdcp_strict": "cdcp",
+                     "tree": "tree", "tree_strict": "tree"}[self.constraints]
+        rules = {"proposition_paragraph": doc.proposition_paragraph,
+                 "illegal_label_pairs": self._illegal_,
+                 "required_source_label": self._required_source_}
+        broken = constraint_violations(structure, codes, doc.link_pairs, on,
+                                       n_labels=len(self.classes_), limit=1,
+                                       label_names=self.classes_.tolist(), **rules)
+        if not broken:
+            return codes, on, None
+        codes, on = round_to_constraints(structure, prop, link, doc.link_pairs, **rules)
+        return codes, on, broken[0]
+
+    def _assignment_score(self, doc, graph, scores, codes, on):
+        """The score of the structure (label codes, link states) under the graph's scores."""
+        variable_scores, factor_scores = scores
+        K = len(self.classes_)
+        value = variable_scores[graph.prop_vars[np.arange(codes.shape[0]), codes]].sum()
+        value += variable_scores[graph.link_vars[on]].sum()
+        if on.shape[0]:
+            s, t = doc.link_pairs[:, 0], doc.link_pairs[:, 1]
+            config = codes[s] * 2 * K + codes[t] * 2 + on
+            value += factor_scores[graph.compat_offsets + config].sum()
+        for kind in self.layout_.second_order:
+            first, second = pair_links(doc, kind)
+            value += factor_scores[graph.pair_offsets[kind][on[first] & on[second]]].sum()
+        return float(value)
+
+    def _exact(self, doc, graph, scores):
+        """``(codes, on, note)``: the exact MAP, or, past the budget, the best structure found.
+
+        ``note`` (None when the MAP is proven) says what stopped the search
+        and which structure was kept.
+        """
+        start = time.perf_counter()
+        options = self._ad3_options()
+        limit = self.time_limit
+        found = []  # (score, codes, on, what)
+        stops = []
+
+        def keep(values, what, exact=True):
+            codes, on, broken = self._structure(doc, graph, values)
+            if broken is not None and exact:  # guards the exact decoders' tolerances
+                what += f", rounded again (it broke a constraint: {broken})"
+            found.append((self._assignment_score(doc, graph, scores, codes, on), codes, on,
+                          what))
+
+        lp = None
         if self.decode == "exact":
-            try:
-                result = ad3_map(graph.graph, variable_scores, factor_scores,
-                                 max_nodes=self.max_bb_nodes, **self._ad3_options())
-            except ValueError:
-                # No feasible assignment within the node budget: HiGHS's
-                # branch-and-cut always finds one (all links off is feasible).
-                result = milp_map(graph.graph, variable_scores, factor_scores)
-        elif self.decode == "milp":
-            result = milp_map(graph.graph, variable_scores, factor_scores)
+            lp = ad3(graph.graph, *scores, **options)
+            if lp.integral and lp.dual - lp.primal <= 1e-6 * max(1.0, abs(lp.primal)):
+                codes, on, broken = self._structure(doc, graph, lp.variables)
+                if broken is None:
+                    return codes, on, None  # the LP's solution is integral and optimal
+            keep(lp.variables, "the LP relaxation rounded to a structure that satisfies the "
+                               "constraints", exact=False)
+            t_root = time.perf_counter() - start
+            nodes, why = self.max_bb_nodes, f"max_bb_nodes={self.max_bb_nodes}"
+            if limit is not None:
+                fit_in = max(int(0.8 * (limit - t_root) / max(t_root, 1e-9)), 0)
+                if fit_in < nodes:
+                    nodes = fit_in
+                    why = (f"time_limit={limit:g} s, {t_root:.2g} s per LP solve: time for "
+                           f"{fit_in} node{'s' if fit_in != 1 else ''}")
+            result = None
+            if nodes >= 1:
+                try:
+                    result = ad3_map(graph.graph, *scores, max_nodes=nodes, **options)
+                except ValueError:
+                    stops.append(f"branch-and-bound found no feasible assignment in {nodes} "
+                                 f"node{'s' if nodes != 1 else ''} ({why})")
+            else:
+                stops.append(f"no time for branch-and-bound ({why})")
+            if result is not None:
+                if result.optimal:
+                    codes, on, broken = self._structure(doc, graph, result.variables)
+                    if broken is None:
+                        return codes, on, None
+                stops.append(f"branch-and-bound stopped after {result.n_nodes} "
+                             f"node{'s' if result.n_nodes != 1 else ''} ({why})")
+                keep(result.variables, "the best assignment branch-and-bound found")
+        if self.decode == "milp" or len(found) == 1:
+            # HiGHS' branch-and-cut, in the time left.
+            left = None if limit is None else limit - (time.perf_counter() - start)
+            if left is None or left > 0:
+                try:
+                    # (80%: building the program and HiGHS' presolve take time too)
+                    result = milp_map(graph.graph, *scores,
+                                      time_limit=None if left is None else 0.8 * left)
+                except RuntimeError:  # no solution within the time limit
+                    result = None
+                    stops.append("HiGHS found no assignment" + (
+                        "" if limit is None else f" in {left:.2g} s (time_limit={limit:g} s)"))
+                if result is not None and result.optimal:
+                    codes, on, broken = self._structure(doc, graph, result.variables)
+                    if broken is None:
+                        return codes, on, None
+                if result is not None:
+                    if not result.optimal:
+                        stops.append("HiGHS stopped before proving optimality"
+                                     + ("" if limit is None else
+                                        f" ({left:.2g} s left of time_limit={limit:g} s)"))
+                    keep(result.variables, "the best assignment HiGHS found"
+                         + ("" if result.optimal else ", not proven optimal"))
+            else:
+                stops.append(f"no time left for HiGHS (time_limit={limit:g} s)")
+        if not found:
+            lp = ad3(graph.graph, *scores, **options)
+            keep(lp.variables, "the LP relaxation rounded to a structure that satisfies the "
+                               "constraints", exact=False)
+        value, codes, on, what = max(found, key=lambda item: item[0])
+        return codes, on, f"{'; '.join(stops)}; kept {what} (score {value:.6g})"
+
+    def _decode_one(self, doc):
+        """``(labels, links, note)`` of one document; ``note`` says what fell short, or None."""
+        graph = self._graph(doc)
+        scores = self._scores(doc, graph)
+        if self.decode == "lp":
+            values = ad3(graph.graph, *scores, **self._ad3_options()).variables
+            codes, on, _ = self._structure(doc, graph, values)
+            note = None
         else:
-            result = ad3(graph.graph, variable_scores, factor_scores, **self._ad3_options())
-        values = result.variables
-        labels = [str(self.classes_[c]) for c in np.argmax(values[graph.prop_vars], axis=1)]
-        on = values[graph.link_vars] > 0.5
+            codes, on, note = self._exact(doc, graph, scores)
+        labels = self.classes_[codes].tolist()
         links = sorted((int(s), int(t)) for s, t in doc.link_pairs[on])
-        return labels, links
+        return labels, links, note
 
     def predict(self, X):
         """Labels and links of each document.
+
+        Every prediction satisfies the hard ``constraints``, whatever the
+        decoder. With ``decode="exact"`` or ``"milp"``, a document whose
+        exact decoding stops before optimality is proven (``max_bb_nodes``,
+        ``time_limit``) gets the best assignment found, or the
+        constraint-respecting rounding of the LP relaxation, and one
+        ``UserWarning`` names these documents and says what was done.
 
         Parameters
         ----------
@@ -490,10 +737,19 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         Returns
         -------
         y : list of (labels, links)
-            In the format of :meth:`fit`'s ``y``.
+            In the format of :meth:`fit`'s ``y``; the labels are elements of
+            ``classes_`` (strings or integers, as in ``fit``).
         """
         check_is_fitted(self, "coef_")
-        return self._map(self._decode_one, self._check_predict(X))
+        results = self._map(self._decode_one, self._check_predict(X))
+        notes = [(d, note) for d, (_, _, note) in enumerate(results) if note is not None]
+        if notes:
+            shown = "; ".join(f"document {d}: {note}" for d, note in notes[:5])
+            more = f"; and {len(notes) - 5} more" if len(notes) > 5 else ""
+            warn(f"StructuredSVMArgumentMiner (decode={self.decode!r}): exact decoding fell "
+                 f"short for {len(notes)} of {len(results)} documents; every prediction still "
+                 f"satisfies the constraints. {shown}{more}.")
+        return [(labels, links) for labels, links, _ in results]
 
     def _map(self, func, docs):
         """``[func(doc) for doc in docs]``, on ``n_jobs`` threads."""
@@ -521,6 +777,10 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         return result.variables[graph.prop_vars], result.variables[graph.link_vars]
 
     def _check_predict(self, X):
+        # Parameters set after fit (or set_unary_weights) are checked here too.
+        self._validate_params()
+        self._second_order_types()
+        self._illegal_, self._required_source_ = self._strict_options(self.classes_)
         docs = _check_documents(X)
         for d, doc in enumerate(docs):
             if (doc.props.shape[1], doc.links.shape[1]) != (self.layout_.n_prop_features,
