@@ -14,6 +14,8 @@ of ``factor_scores`` (and flows for tree factors); rows are
   for the MILP).
 """
 
+from numbers import Real
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
@@ -173,6 +175,31 @@ def _flow_rows(rows, fl, heads, mods, n, demand, root_net):
         rows.add(cols[None, :], vals[None, :], rhs, rhs)
 
 
+def _check_limit(value, name, caller, allow_zero):
+    """``value`` as a float, or None; a clear error unless a (positive) finite number."""
+    if value is None:
+        return None
+    ok = isinstance(value, (Real, np.floating, np.integer)) and not isinstance(
+        value, (bool, np.bool_))
+    if ok:
+        value = float(value)
+        ok = np.isfinite(value) and (value >= 0 if allow_zero else value > 0)
+    if not ok:
+        what = "a non-negative" if allow_zero else "a positive"
+        raise ValueError(f"{caller}: {name} must be {what} finite number or None, got "
+                         f"{value!r}.")
+    return value
+
+
+def _unconstrained(c, bounds):
+    """The optimum of ``max c x`` over a box (a graph without factors): each column at a bound.
+
+    Ties (``c = 0``) go to the lower bound, as :func:`ad3` sends a variable
+    of score 0 to 0.
+    """
+    return np.where(c > 0, bounds[1], bounds[0]).astype(np.float64)
+
+
 def highs_lp(graph, variable_scores, factor_scores=None):
     """The LP relaxation of :func:`ad3`, solved exactly by HiGHS.
 
@@ -201,6 +228,12 @@ def highs_lp(graph, variable_scores, factor_scores=None):
     """
     cg, theta, fs = check_graph_scores(graph, variable_scores, factor_scores, "highs_lp")
     c, A, lo, hi, bounds, n_base = _program(graph, theta, fs, cg, False, "highs_lp")
+    if A.shape[0] == 0:  # no factors (or no variables): HiGHS needs at least one column
+        x = _unconstrained(c, bounds)
+        value = float(c @ x)
+        return AD3Result(variables=x[:cg.n_variables].copy(), factors=x[cg.n_variables:n_base],
+                         primal=value, dual=value, integral=True, n_iter=0, converged=True,
+                         eta=float("nan"), state=None)
     eq = lo == hi
     A = A.tocsr()
     up, down = ~eq & np.isfinite(hi), ~eq & np.isfinite(lo)
@@ -223,7 +256,7 @@ def highs_lp(graph, variable_scores, factor_scores=None):
                      eta=float("nan"), state=None)
 
 
-def milp_map(graph, variable_scores, factor_scores=None, *, time_limit=None):
+def milp_map(graph, variable_scores, factor_scores=None, *, time_limit=None, gap_tol=None):
     """Exact MAP as a mixed-integer LP solved by HiGHS (``scipy.optimize.milp``).
 
     Parameters
@@ -231,9 +264,15 @@ def milp_map(graph, variable_scores, factor_scores=None, *, time_limit=None):
     graph : FactorGraph
     variable_scores, factor_scores : array-like
         As in :func:`ad3`.
-    time_limit : float, default=None
-        Seconds HiGHS may take; when reached, the best assignment found is
-        returned with ``optimal=False``.
+    time_limit : float or None, default=None
+        Seconds HiGHS may take (a positive finite number; None: no limit);
+        when reached, the best assignment found is returned with
+        ``optimal=False``.
+    gap_tol : float or None, default=None
+        Relative optimality gap at which HiGHS stops (its ``mip_rel_gap``,
+        a non-negative finite number; 0 asks for a proof of optimality to
+        HiGHS' tolerances); None: HiGHS' default (1e-4). :func:`ad3_map`'s
+        ``gap_tol`` (1e-6 by default) means the same.
 
     Returns
     -------
@@ -243,15 +282,26 @@ def milp_map(graph, variable_scores, factor_scores=None, *, time_limit=None):
     Raises
     ------
     ValueError
-        If no assignment satisfies the factors.
+        If no assignment satisfies the factors, or ``time_limit`` or
+        ``gap_tol`` is not a valid number.
     NotImplementedError
         For structure factors other than non-projective dependency trees.
     """
+    time_limit = _check_limit(time_limit, "time_limit", "milp_map", allow_zero=False)
+    gap_tol = _check_limit(gap_tol, "gap_tol", "milp_map", allow_zero=True)
     cg, theta, fs = check_graph_scores(graph, variable_scores, factor_scores, "milp_map")
     c, A, lo, hi, bounds, n_base = _program(graph, theta, fs, cg, True, "milp_map")
+    if A.shape[0] == 0:  # no factors (or no variables): HiGHS needs at least one column
+        x = _unconstrained(c, bounds)
+        return MAPResult(variables=x[:cg.n_variables].copy(), factors=x[cg.n_variables:n_base],
+                         objective=float(c @ x), optimal=True, n_nodes=0)
     integrality = np.zeros(c.shape[0])
     integrality[:n_base] = 1
-    options = {} if time_limit is None else {"time_limit": float(time_limit)}
+    options = {}
+    if time_limit is not None:
+        options["time_limit"] = time_limit
+    if gap_tol is not None:
+        options["mip_rel_gap"] = gap_tol
     cons = [LinearConstraint(A, lo, hi)] if A.shape[0] else []
     res = milp(-c, constraints=cons, integrality=integrality, bounds=Bounds(*bounds),
                options=options)
