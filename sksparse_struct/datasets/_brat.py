@@ -7,6 +7,7 @@ This is the format of the persuasive essays corpus (Stab and Gurevych) and
 of many other argument-mining corpora.
 """
 
+import csv
 import itertools
 import os
 
@@ -57,9 +58,10 @@ def _parse_relation(fields, source, lineno):
 
 
 def _read_utf8(path, doc_id):
-    # newline="": offsets count "\r\n" as two characters.
+    # newline="": offsets count "\r\n" as two characters. "utf-8-sig" drops a
+    # byte-order mark: brat's offsets count the characters of the text after it.
     try:
-        with open(path, encoding="utf-8", newline="") as f:
+        with open(path, encoding="utf-8-sig", newline="") as f:
             return f.read()
     except UnicodeDecodeError as exc:
         raise ValueError(f"document {doc_id!r}: {path} is not UTF-8 ({exc.reason})") from None
@@ -157,16 +159,27 @@ def _last_le(starts, value):
     return lo
 
 
-def _ann_files(path):
+def _ann_files(path, documents, where):
+    """The ``.ann`` files to read; ``documents`` (names) selects them in a folder."""
     if isinstance(path, (str, os.PathLike)):
         path = os.fspath(path)
         if os.path.isdir(path):
+            if documents is not None:
+                return _named_files(path, documents, where)
             names = sorted(name for name in os.listdir(path) if name.endswith(".ann"))
             if not names:
                 raise ValueError(f"no .ann files in {path!r}")
             return [os.path.join(path, name) for name in names]
+        if not os.path.exists(path) and not path.endswith(".ann"):
+            raise ValueError(f"folder not found: {path!r} (and it is not a .ann file)")
+        if documents is not None:
+            raise ValueError(f"{where} selects documents in a folder, but path {path!r} is not "
+                             "a folder")
         paths = [path]
     else:
+        if documents is not None:
+            raise ValueError(f"{where} selects documents in a folder; path must be that "
+                             "folder, not a list of files")
         paths = [os.fspath(p) for p in path]
         if not paths:
             raise ValueError("path is an empty list of .ann files")
@@ -176,6 +189,61 @@ def _ann_files(path):
         if not os.path.isfile(p):
             raise ValueError(f"{p!r} does not exist")
     return paths
+
+
+def _named_files(folder, documents, where):
+    """``<folder>/<name>.ann`` for each name, in order; every file must exist."""
+    paths, missing = [], []
+    for name in documents:
+        name = name[:-4] if name.endswith((".ann", ".txt")) else name
+        ann = os.path.join(folder, name + ".ann")
+        (paths if os.path.isfile(ann) else missing).append(ann)
+    if missing:
+        shown = ", ".join(repr(os.path.basename(m)[:-4]) for m in missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        raise ValueError(f"{where} names {len(missing)} document(s) that have no .ann file in "
+                         f"{folder!r}: {shown}{more}")
+    return paths
+
+
+def _split_documents(split_file, split):
+    """The document names of the rows of ``split_file`` whose set is ``split``."""
+    split_file = os.fspath(split_file)
+    if not os.path.isfile(split_file):
+        raise ValueError(f"split_file not found: {split_file!r}")
+    try:
+        with open(split_file, encoding="utf-8-sig", newline="") as f:
+            text = f.read()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"split_file {split_file!r} is not UTF-8 ({exc.reason})") from None
+    # Any line ending: "\n", "\r\n" or "\r" (as old Mac OS wrote them).
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    first = next((line for line in lines if line.strip()), "")
+    delimiter = max(";,\t", key=first.count)
+    rows = [(lineno, [field.strip() for field in row])
+            for lineno, row in enumerate(csv.reader(lines, delimiter=delimiter), 1)
+            if any(field.strip() for field in row)]
+    if not rows:
+        raise ValueError(f"split_file {split_file!r} is empty")
+    header = [field.lower() for field in rows[0][1]]
+    name_col, set_col = 0, 1
+    if "id" in header or "set" in header:
+        name_col = header.index("id") if "id" in header else 0
+        set_col = header.index("set") if "set" in header else 1 - name_col
+        rows = rows[1:]
+    names, sets = [], {}
+    for lineno, row in rows:
+        if len(row) <= max(name_col, set_col):
+            raise ValueError(f"{split_file}, line {lineno}: expected a document name and its "
+                             f"set separated by {delimiter!r}, got {delimiter.join(row)!r}")
+        sets[row[set_col]] = sets.get(row[set_col], 0) + 1
+        if row[set_col] == split:
+            names.append(row[name_col])
+    if not names:
+        found = ", ".join(f"{k!r} ({v})" for k, v in sorted(sets.items()))
+        raise ValueError(f"split_file {split_file!r} lists no document of set {split!r}; its "
+                         f"sets (documents): {found or 'none'}")
+    return names
 
 
 def _check_types(value, name):
@@ -192,11 +260,13 @@ def _check_types(value, name):
     return out
 
 
-def read_brat(path, *, labels=None, link_types=("supports", "attacks"), paragraphs=True):
+def read_brat(path, *, labels=None, link_types=("supports", "attacks"), paragraphs=True,
+              documents=None, split_file=None, split=None):
     """Read argument-mining documents in brat standoff format.
 
     Each document is a text ``<name>.txt`` and its annotation ``<name>.ann``
-    (UTF-8). Of the annotation lines, ``T`` lines (``T<n>\\t<type> <start>
+    (UTF-8, with or without a byte-order mark; the offsets count the
+    characters after it). Of the annotation lines, ``T`` lines (``T<n>\\t<type> <start>
     <end>\\t<text>``) are the argument components, which become the
     propositions, and ``R`` lines (``R<n>\\t<type> Arg1:T<x> Arg2:T<y>``)
     the links: ``T<x>`` (the source) supports or attacks ``T<y>`` (the
@@ -224,6 +294,22 @@ def read_brat(path, *, labels=None, link_types=("supports", "attacks"), paragrap
         persuasive essays, paragraph 0 is the title, 1 the empty line after
         it, 2 the introduction and the last one the conclusion. If False, the
         whole text is one paragraph.
+    documents : sequence of str, default=None
+        With ``path`` a folder: the names of the documents to read (file
+        names without ``.ann``), in that order. None: every ``.ann`` file.
+    split_file : str or path-like, default=None
+        With ``path`` a folder: a CSV file that assigns each document to a
+        set, such as the persuasive essays' ``train-test-split.csv``
+        (``"ID";"SET"`` then lines like ``"essay001";"TRAIN"``). Fields are
+        separated by ``;``, ``,`` or tabs (whichever the first line has
+        most of), optionally quoted; lines end in ``\\n``, ``\\r\\n`` or
+        ``\\r``. A first line with a field ``ID`` or ``SET`` (any case) is
+        the header naming the two columns; without one, the first column
+        is the name and the second the set. Only the documents of set
+        ``split`` are read, in the file's order.
+    split : str, default=None
+        The set to read from ``split_file``, e.g. ``"TRAIN"`` or ``"TEST"``
+        (compared exactly); required with ``split_file``.
 
     Returns
     -------
@@ -246,7 +332,9 @@ def read_brat(path, *, labels=None, link_types=("supports", "attacks"), paragrap
         component whose text differs from the text at its offsets, a
         discontinuous span (not supported), overlapping components, a
         relation to an unknown id or to itself, a duplicate id, a missing
-        ``.txt`` file.
+        ``.txt`` file; a folder that does not exist ("folder not found");
+        documents named in ``documents`` or ``split_file`` without a
+        ``.ann`` file; a ``split`` that ``split_file`` does not list.
 
     See Also
     --------
@@ -273,13 +361,43 @@ def read_brat(path, *, labels=None, link_types=("supports", "attacks"), paragrap
     (['MajorClaim', 'Premise'], [(1, 0)])
     >>> X[0]["paragraphs"], X[0]["proposition_paragraph"]
     ([(0, 6), (7, 7), (8, 54)], [2, 2])
+
+    The documents of one set of a split file:
+
+    >>> with open(os.path.join(folder, "split.csv"), "w") as f:
+    ...     _ = f.write('"ID";"SET"\\n"essay";"TRAIN"\\n')
+    >>> X, y = read_brat(folder, split_file=os.path.join(folder, "split.csv"), split="TRAIN")
+    >>> [doc["id"] for doc in X]
+    ['essay']
     """
     labels = _check_types(labels, "labels")
     link_types = _check_types(link_types, "link_types")
     if not isinstance(paragraphs, bool):
         raise ValueError(f"paragraphs must be True or False; got {paragraphs!r}")
+    if isinstance(path, (str, os.PathLike)) and not os.path.exists(path) and \
+            not os.fspath(path).endswith(".ann"):
+        raise ValueError(f"folder not found: {os.fspath(path)!r} (and it is not a .ann file)")
+    where = None
+    if split_file is not None:
+        if documents is not None:
+            raise ValueError("pass documents or split_file, not both")
+        if not isinstance(split, str):
+            raise ValueError(f"split_file needs split, the set to read (e.g. 'TRAIN'); got "
+                             f"split={split!r}")
+        where = f"split_file {os.fspath(split_file)!r} (split {split!r})"
+        documents = _split_documents(split_file, split)
+    elif split is not None:
+        raise ValueError(f"split={split!r} needs split_file, the file that lists the sets")
+    elif documents is not None:
+        if isinstance(documents, str) or not all(isinstance(d, str) for d in documents):
+            raise ValueError(f"documents must be a sequence of document names (str); got "
+                             f"{documents!r}")
+        documents = list(documents)
+        if not documents:
+            raise ValueError("documents is empty: name at least one document")
+        where = "documents"
     X, y = [], []
-    for ann_path in _ann_files(path):
+    for ann_path in _ann_files(path, documents, where):
         doc, target = _read_one(ann_path, labels, link_types, paragraphs)
         X.append(doc)
         y.append(target)

@@ -175,3 +175,94 @@ def test_round_trip(document):
     starts = [a for a, _ in X[0]["paragraphs"]]
     assert X[0]["proposition_paragraph"] == [text.count("\n", 0, a) for a, _ in spans]
     assert starts[0] == 0 and all(text[s - 1] == "\n" for s in starts[1:])
+
+
+# --- byte-order marks, missing folders, split files ---------------------------------
+
+
+def test_a_utf8_byte_order_mark_is_dropped(tmp_path):
+    text = "Cars pollute. Ban them."
+    ann = ("T1\tPremise 0 12\tCars pollute\nT2\tClaim 14 22\tBan them\n"
+           "R1\tsupports Arg1:T1 Arg2:T2\n")
+    bom = "\ufeff"
+    (tmp_path / "doc.txt").write_text(bom + text, encoding="utf-8")
+    (tmp_path / "doc.ann").write_text(bom + ann, encoding="utf-8")
+    X, y = read_brat(tmp_path)
+    assert X[0]["text"] == text
+    assert [X[0]["text"][a:b] for a, b in X[0]["propositions"]] == ["Cars pollute", "Ban them"]
+    # The first T line is read although the .ann starts with the mark.
+    assert y[0] == (["Premise", "Claim"], [(0, 1)])
+
+
+def test_a_missing_folder_is_named(tmp_path):
+    missing = tmp_path / "brat-project-final"
+    with pytest.raises(ValueError, match=r"folder not found: .*brat-project-final"):
+        read_brat(missing)
+    with pytest.raises(ValueError, match="folder not found"):
+        read_brat(str(missing), split_file=missing / "split.csv", split="TRAIN")
+
+
+def _corpus(tmp_path, names):
+    for name in names:
+        write(tmp_path, f"Text of {name}.", "T1\tClaim 0 4\tText\n", name=name)
+    return tmp_path
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_split_file_with_any_line_ending(tmp_path, newline):
+    folder = _corpus(tmp_path, ["essay001", "essay002", "essay003", "essay004"])
+    lines = ['"ID";"SET"', '"essay003";"TRAIN"', '"essay001";"TRAIN"', '"essay002";"TEST"',
+             "", '"essay004";"TEST"']
+    split = tmp_path / "train-test-split.csv"
+    split.write_bytes(newline.join(lines).encode("utf-8"))
+    X, y = read_brat(folder, split_file=split, split="TRAIN")
+    assert [doc["id"] for doc in X] == ["essay003", "essay001"]  # the file's order
+    assert y[0] == (["Claim"], [])
+    X, _ = read_brat(folder, split_file=str(split), split="TEST")
+    assert [doc["id"] for doc in X] == ["essay002", "essay004"]
+
+
+def test_split_file_forms(tmp_path):
+    folder = _corpus(tmp_path, ["a", "b"])
+    # no header, commas, a byte-order mark, the names with their extension
+    split = tmp_path / "split.csv"
+    split.write_text("\ufeffb.ann,dev\na,train\n", encoding="utf-8")
+    X, _ = read_brat(folder, split_file=split, split="dev")
+    assert [doc["id"] for doc in X] == ["b"]
+    # header in another column order, tabs
+    split.write_text("set\tid\ntrain\tb\ntrain\ta\n", encoding="utf-8")
+    X, _ = read_brat(folder, split_file=split, split="train")
+    assert [doc["id"] for doc in X] == ["b", "a"]
+
+
+def test_documents_by_name(tmp_path):
+    folder = _corpus(tmp_path, ["a", "b", "c"])
+    X, _ = read_brat(folder, documents=["c", "a"])
+    assert [doc["id"] for doc in X] == ["c", "a"]
+
+
+def test_bad_splits_are_named(tmp_path):
+    folder = _corpus(tmp_path, ["essay001"])
+    split = tmp_path / "split.csv"
+    split.write_text('"ID";"SET"\n"essay001";"TRAIN"\n"essay999";"TRAIN"\n')
+    with pytest.raises(ValueError, match=r"names 1 document\(s\) that have no .ann file in "
+                                         r".*'essay999'"):
+        read_brat(folder, split_file=split, split="TRAIN")
+    with pytest.raises(ValueError, match=r"no document of set 'train'.*'TRAIN' \(2\)"):
+        read_brat(folder, split_file=split, split="train")
+    with pytest.raises(ValueError, match="split_file needs split"):
+        read_brat(folder, split_file=split)
+    with pytest.raises(ValueError, match="needs split_file"):
+        read_brat(folder, split="TRAIN")
+    with pytest.raises(ValueError, match="not both"):
+        read_brat(folder, documents=["essay001"], split_file=split, split="TRAIN")
+    with pytest.raises(ValueError, match="split_file not found"):
+        read_brat(folder, split_file=tmp_path / "nope.csv", split="TRAIN")
+    with pytest.raises(ValueError, match="documents must be a sequence of document names"):
+        read_brat(folder, documents="essay001")
+    with pytest.raises(ValueError, match="is not a folder"):
+        read_brat(folder / "essay001.ann", documents=["essay001"])
+    split.write_text('"ID";"SET"\n"essay001"\n')
+    with pytest.raises(ValueError, match=r"split.csv, line 2: expected a document name and "
+                                         "its set"):
+        read_brat(folder, split_file=split, split="TRAIN")
