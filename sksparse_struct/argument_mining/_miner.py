@@ -15,7 +15,7 @@ from ..learners import minimize_bcfw
 from ..metrics import argument_f1_score
 from ..utils._reporting import Progress, warn
 from ..utils._sklearn_compat import Interval, StrOptions, fit_context
-from ._graph import build_argument_graph, constraint_violations, round_to_constraints
+from ._graph import build_argument_graph, constraint_violations, pair_links, round_to_constraints
 from ._problem import (
     SECOND_ORDER_TYPES,
     ArgumentProblem,
@@ -23,7 +23,6 @@ from ._problem import (
     ParameterLayout,
     document_potentials,
     graph_scores,
-    pair_links,
 )
 
 __all__ = ["CDCP_OBJECTIVITY", "StructuredSVMArgumentMiner"]
@@ -218,8 +217,10 @@ class StructuredSVMArgumentMiner(BaseEstimator):
     time_limit : float or None, default=60.0
         With ``decode="exact"`` or ``"milp"``, the seconds of exact decoding
         per document (``None``: no limit). Branch-and-bound gets as many
-        nodes as the time of the root LP solve fits into 80% of the time
-        left (at most ``max_bb_nodes``); HiGHS gets the time left. When
+        nodes as the time of the root LP solve fits into 70% of the time
+        left (at most ``max_bb_nodes``); HiGHS, if branch-and-bound found
+        no feasible assignment, gets 60% of the time then left (building
+        its program takes time too). When
         decoding stops before optimality is proven, the best assignment
         found is kept, or, if there is none, the constraint-respecting
         rounding of the LP relaxation (as ``decode="lp"``), and a warning
@@ -616,8 +617,11 @@ class StructuredSVMArgumentMiner(BaseEstimator):
             s, t = doc.link_pairs[:, 0], doc.link_pairs[:, 1]
             config = codes[s] * 2 * K + codes[t] * 2 + on
             value += factor_scores[graph.compat_offsets + config].sum()
+        n = codes.shape[0]
+        index = np.full((n, n), -1, dtype=np.int64)
+        index[doc.link_pairs[:, 0], doc.link_pairs[:, 1]] = np.arange(doc.link_pairs.shape[0])
         for kind in self.layout_.second_order:
-            first, second = pair_links(doc, kind)
+            first, second = pair_links(index, doc.triples, kind)
             value += factor_scores[graph.pair_offsets[kind][on[first] & on[second]]].sum()
         return float(value)
 
@@ -652,7 +656,7 @@ class StructuredSVMArgumentMiner(BaseEstimator):
             t_root = time.perf_counter() - start
             nodes, why = self.max_bb_nodes, f"max_bb_nodes={self.max_bb_nodes}"
             if limit is not None:
-                fit_in = max(int(0.8 * (limit - t_root) / max(t_root, 1e-9)), 0)
+                fit_in = max(int(0.7 * (limit - t_root) / max(t_root, 1e-9)), 0)
                 if fit_in < nodes:
                     nodes = fit_in
                     why = (f"time_limit={limit:g} s, {t_root:.2g} s per LP solve: time for "
@@ -679,9 +683,9 @@ class StructuredSVMArgumentMiner(BaseEstimator):
             left = None if limit is None else limit - (time.perf_counter() - start)
             if left is None or left > 0:
                 try:
-                    # (80%: building the program and HiGHS' presolve take time too)
+                    # (60%: building the program and HiGHS' presolve take time too)
                     result = milp_map(graph.graph, *scores,
-                                      time_limit=None if left is None else 0.8 * left)
+                                      time_limit=None if left is None else 0.6 * left)
                 except RuntimeError:  # no solution within the time limit
                     result = None
                     stops.append("HiGHS found no assignment" + (
