@@ -11,29 +11,17 @@ multipliers updated. The exact MAP (:func:`ad3_map`) is branch-and-bound on
 top of it.
 """
 
+import math
+from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
 
-from ..structures import Parts
-from ..structures._base import dot_masked
-from ._ad3_fast import (
-    ADAPT_EVERY,
-    TAU,
-    ad3_loop,
-    adapt_eta,
-    consensus,
-    dense_workspace,
-    dual_value,
-    evaluate_assignment,
-    solve_local,
-)
+from ._ad3_fast import N_OPTIONS, ad3_solve, evaluate_assignment
 from ._factor_graph import FactorGraph
-from ._sparsemap import sparsemap_parts
 
 __all__ = ["AD3Result", "MAPResult", "ad3", "ad3_map"]
 
-_INTEGRAL_TOL = 1e-6
 
 
 class AD3Result(NamedTuple):
@@ -63,6 +51,10 @@ class AD3Result(NamedTuple):
         The step size at the end (adapted when ``adaptive_eta``).
     state : tuple or None
         Internal state, for ``warm_start``.
+    primal_residual, dual_residual : float
+        The residuals of the last iteration (root mean squares over the
+        factors' copies of the variables: their distance to the consensus,
+        and the consensus' change weighted by each variable's degree).
     """
 
     variables: np.ndarray
@@ -74,6 +66,8 @@ class AD3Result(NamedTuple):
     converged: bool
     eta: float = 0.0
     state: tuple = None
+    primal_residual: float = 0.0
+    dual_residual: float = 0.0
 
 
 class MAPResult(NamedTuple):
@@ -103,6 +97,12 @@ class MAPResult(NamedTuple):
 
 def check_graph_scores(graph, variable_scores, factor_scores, caller):
     """Validate the graph and the scores; ``(compiled graph, theta, factor scores)``."""
+    cg, theta, fs, _ = _checked_scores(graph, variable_scores, factor_scores, caller)
+    return cg, theta, fs
+
+
+def _checked_scores(graph, variable_scores, factor_scores, caller):
+    """:func:`check_graph_scores` and the largest score magnitude."""
     if not isinstance(graph, FactorGraph):
         raise ValueError(f"{caller}: graph must be a FactorGraph, got {type(graph).__name__}.")
     cg = graph.compile()
@@ -111,7 +111,8 @@ def check_graph_scores(graph, variable_scores, factor_scores, caller):
         raise ValueError(
             f"{caller}: variable_scores must have shape ({graph.n_variables},), one score per "
             f"variable, got {theta.shape}.")
-    if not np.all(np.isfinite(theta)):
+    top = float(np.abs(theta).max()) if theta.shape[0] else 0.0
+    if not math.isfinite(top):
         i = int(np.flatnonzero(~np.isfinite(theta))[0])
         raise ValueError(f"{caller}: variable_scores[{i}] = {theta[i]} is not finite.")
     if factor_scores is None:
@@ -126,156 +127,94 @@ def check_graph_scores(graph, variable_scores, factor_scores, caller):
             raise ValueError(
                 f"{caller}: factor_scores must have shape ({graph.n_factor_scores},) (see "
                 f"graph.factor_offsets), got {fs.shape}.")
-        if not np.all(np.isfinite(fs)):
+        top_fs = float(np.abs(fs).max()) if fs.shape[0] else 0.0
+        if not math.isfinite(top_fs):
             i = int(np.flatnonzero(~np.isfinite(fs))[0])
             raise ValueError(f"{caller}: factor_scores[{i}] = {fs[i]} is not finite.")
-    return cg, np.ascontiguousarray(theta), np.ascontiguousarray(fs)
+        top = max(top, top_fs)
+    return cg, np.ascontiguousarray(theta), np.ascontiguousarray(fs), top
 
 
-def _kernel_args(cg):
-    return (cg.f_type, cg.f_start, cg.slot_var, cg.slot_neg, cg.f_score, cg.f_table,
-            cg.tab_cfg, cg.tab_nc, cg.tab_gram, cg.cfg_ptr, cg.cfg_on, cg.cfg_ok, cg.gram)
+# Scores above this magnitude are scaled down by a power of two (exactly,
+# and the LP's solution does not change) so that no sum in the solver
+# overflows, and the objectives scaled back.
+_LARGE_SCORE = 2.0 ** 60
+
+
+def _score_scale(top):
+    """A power of two bringing the largest score ``top`` to at most 1, or 1.0 if not needed."""
+    if top <= _LARGE_SCORE:
+        return 1.0
+    return 2.0 ** -math.ceil(math.log2(top))
+
+
+def _unscale(value, scale, caller):
+    value = value / scale
+    if not math.isfinite(value):
+        raise ValueError(
+            f"{caller}: the objective overflows float64 (the scores are too large to sum: "
+            "rescale them).")
+    return value
 
 
 def _initial_state(cg):
-    n_slots = cg.slot_var.shape[0]
-    return (np.full(cg.n_variables, 0.5), np.zeros(n_slots), np.zeros(n_slots),
-            np.zeros(cg.n_scores), [None] * len(cg.structures))
+    """The flat state ``[u | q | lam | add]`` (``_ad3_fast.split_state``) to start from."""
+    state = np.zeros(cg.n_variables + 2 * cg.slot_var.shape[0] + cg.n_scores)
+    state[:cg.n_variables] = 0.5
+    return state
 
 
-def _copy_state(state):
-    u, q, lam, add, inits = state
-    return (u.copy(), q.copy(), lam.copy(), add.copy(), list(inits))
+def _options(eta, adaptive, max_iter, tol, lower_bound=-np.inf, gap_tol=0.0):
+    """The solver's options array (positions ``_ad3_fast.OPT_*``)."""
+    options = np.array([eta, adaptive, max_iter, tol, lower_bound, gap_tol], dtype=np.float64)
+    assert options.shape[0] == N_OPTIONS
+    return options
 
 
-def _solve_structures(cg, u, share, lam, rho, fs, q, add, inits, factor_active, var_active,
-                      refresh):
-    """The local QPs of the structure factors: SparseMAP on shifted scores."""
-    for j, (f, structure, parts, off, n_v) in enumerate(cg.structures):
-        if not refresh and not factor_active[f]:
-            continue
-        factor_active[f] = False
-        s0, s1 = cg.f_start[f], cg.f_start[f + 1]
-        vars_ = cg.slot_var[s0:s1]
-        z = u[vars_] + (share[vars_] + lam[s0:s1]) / rho
-        eta_u = z + parts.eta_u / rho
-        eta_v = (parts.eta_v + fs[off:off + n_v]) / rho
-        res = sparsemap_parts(structure, Parts(eta_u, eta_v, parts.context),
-                              init=inits[j])
-        inits[j] = [value for value, _ in res.support]
-        new = res.u
-        moved = (refresh | (np.abs(new - q[s0:s1]) > 1e-12) | (np.abs(new - u[vars_]) > 1e-12)
-                 | ((new > 1e-12) & (new < 1 - 1e-12)))
-        var_active[vars_[moved]] = True
-        q[s0:s1] = new
-        add[off:off + n_v] = res.v
+_NOT_FIXED = np.zeros(0, dtype=np.int64)
 
 
-def _structure_dual(cg, theta, lam, fs):
-    """Per-factor maxima of the structure factors' linear scores (for the dual)."""
-    values = np.zeros(cg.f_type.shape[0])
-    for f, structure, parts, off, n_v in cg.structures:
-        s0, s1 = cg.f_start[f], cg.f_start[f + 1]
-        vars_ = cg.slot_var[s0:s1]
-        w = theta[vars_] / cg.deg[vars_] + lam[s0:s1] + parts.eta_u
-        eta_v = parts.eta_v + fs[off:off + n_v]
-        _, m, n = structure.oracle(parts, w, eta_v)
-        values[f] = dot_masked(w, m) + dot_masked(eta_v, n)
-    return values
+def _solve(cg, theta, fs, fixed, state, options, caller):
+    """One compiled AD3 run from ``state`` (updated in place)."""
+    out = ad3_solve(cg.data, theta, fs, fixed, state, options)
+    if out[8] != 0:
+        raise ValueError(
+            f"{caller}: a structure factor has no structure of finite score (its fixed "
+            "part scores forbid every structure, or the scores overflow).")
+    return out
 
 
-def _run(cg, theta, fs, fixed, eta, adaptive, max_iter, tol, state, lower_bound=-np.inf,
-         gap_tol=0.0):
-    """AD3 from ``state`` (updated in place); ``(n_iter, converged, eta)``.
-
-    Stops early when the dual value (computed every 50 iterations) falls
-    below ``lower_bound``, or (converged) when it is within ``gap_tol``
-    (relative) of the primal objective.
-    """
-    u, q, lam, add, inits = state
-    kargs = _kernel_args(cg)
-    if not cg.structures:
-        n_iter, converged, eta = ad3_loop(
-            *kargs, cg.v_ptr, cg.v_slots, cg.slot_factor, cg.deg, fixed, theta, fs, q, lam, u,
-            add, float(eta), bool(adaptive), int(max_iter), float(tol), float(lower_bound),
-            float(gap_tol))
-        return int(n_iter), bool(converged), float(eta)
-    # With structure factors: the same loop, in Python around the kernels.
-    share = np.where(cg.deg > 0, theta / np.maximum(cg.deg, 1), 0.0)
-    f_dense, dS, dk, dB, ws = dense_workspace(cg.f_type, cg.f_start, cg.f_score, cg.f_table,
-                                              cg.tab_nc, cg.tab_gram, cg.gram, add)
-    factor_active = np.ones(cg.f_type.shape[0], dtype=np.bool_)
-    var_active = np.ones(cg.n_variables, dtype=np.bool_)
-    refresh = True
-    converged = False
-    t = 0
-    while t < max_iter:
-        rho = 2.0 * eta
-        solve_local(*kargs, share, u, lam, rho, fs, q, add, factor_active, var_active,
-                    refresh, f_dense, dS, dk, dB, *ws)
-        _solve_structures(cg, u, share, lam, rho, fs, q, add, inits, factor_active,
-                          var_active, refresh)
-        primal_res, dual_res = consensus(cg.v_ptr, cg.v_slots, cg.slot_factor, cg.deg, fixed,
-                                         theta, q, lam, u, rho, TAU, var_active,
-                                         factor_active, refresh)
-        t += 1
-        if primal_res < tol and dual_res < tol:
-            converged = True
-            break
-        if (lower_bound > -np.inf or gap_tol > 0) and t % 50 == 0:
-            primal, bound = _objectives(cg, theta, fs, fixed, state)
-            if bound < lower_bound:
-                break
-            if gap_tol > 0 and abs(bound - primal) <= gap_tol * max(1.0, abs(bound)):
-                converged = True
-                break
-        refresh = t % 50 == 0
-        if adaptive and (t - 1) % ADAPT_EVERY == 0:
-            eta, changed = adapt_eta(eta, primal_res, dual_res)
-            if changed:
-                refresh = True
-    return t, converged, float(eta)
-
-
-def _objectives(cg, theta, fs, fixed, state):
-    """``(primal, dual)`` of a state."""
-    u, q, lam, add, _ = state
-    primal = float(theta @ u + fs @ add)
-    for f, structure, parts, off, n_v in cg.structures:
-        s0, s1 = cg.f_start[f], cg.f_start[f + 1]
-        primal += dot_masked(parts.eta_u, q[s0:s1]) + dot_masked(parts.eta_v, add[off:off + n_v])
-    struct_values = _structure_dual(cg, theta, lam, fs) if cg.structures else np.zeros(
-        cg.f_type.shape[0])
-    dual = dual_value(cg.f_type, cg.f_start, cg.slot_var, cg.slot_neg, cg.f_score, cg.f_table,
-                      cg.tab_cfg, cg.tab_nc, cg.cfg_ptr, cg.cfg_on, cg.cfg_ok, cg.deg, fixed,
-                      theta, lam,
-                      fs, struct_values)
-    return primal, float(dual)
+def _positive(value):
+    if type(value) is not float and (isinstance(value, bool) or not isinstance(value, Real)):
+        return False
+    return math.isfinite(value) and value > 0
 
 
 def _check_solver_args(eta, max_iter, tol, caller):
-    if not (isinstance(eta, (int, float, np.floating, np.integer)) and np.isfinite(eta)
-            and eta > 0):
+    if not _positive(eta):
         raise ValueError(f"{caller}: eta must be a positive number, got {eta!r}.")
-    if (isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer))
-            or max_iter < 1):
+    if type(max_iter) is not int and (isinstance(max_iter, bool)
+                                      or not isinstance(max_iter, Integral)):
         raise ValueError(f"{caller}: max_iter must be a positive integer, got {max_iter!r}.")
-    if not (isinstance(tol, (int, float, np.floating, np.integer)) and np.isfinite(tol)
-            and tol > 0):
+    if max_iter < 1:
+        raise ValueError(f"{caller}: max_iter must be a positive integer, got {max_iter!r}.")
+    if not _positive(tol):
         raise ValueError(f"{caller}: tol must be a positive number, got {tol!r}.")
 
 
-def _warm_state(cg, warm_start, caller):
+def _warm_state(cg, warm_start, scale, caller):
     if warm_start is None:
         return _initial_state(cg), None
     if not isinstance(warm_start, AD3Result) or warm_start.state is None:
         raise ValueError(f"{caller}: warm_start must be an AD3Result returned by ad3.")
-    state = warm_start.state
-    u, q, lam, add, inits = state
-    if (u.shape != (cg.n_variables,) or q.shape != cg.slot_var.shape
-            or add.shape != (cg.n_scores,) or len(inits) != len(cg.structures)):
+    state, old_scale, key = warm_start.state
+    if key != (cg.n_variables, cg.slot_var.shape[0], cg.n_scores):
         raise ValueError(f"{caller}: warm_start comes from a different factor graph.")
-    return _copy_state(state), warm_start.eta
+    state = state.copy()
+    if old_scale != scale:  # multipliers are in units of the scores
+        n, n_slots = cg.n_variables, cg.slot_var.shape[0]
+        state[n + n_slots:n + 2 * n_slots] *= scale / old_scale
+    return state, warm_start.eta
 
 
 def ad3(graph, variable_scores, factor_scores=None, *, eta=0.1, adaptive_eta=True,
@@ -338,56 +277,38 @@ def ad3(graph, variable_scores, factor_scores=None, *, eta=0.1, adaptive_eta=Tru
     >>> res.variables.round(4).tolist(), round(res.primal, 4), res.integral
     ([0.0, 0.0, 1.0, 1.0], 1.5, True)
     """
-    cg, theta, fs = check_graph_scores(graph, variable_scores, factor_scores, "ad3")
+    cg, theta, fs, top = _checked_scores(graph, variable_scores, factor_scores, "ad3")
     _check_solver_args(eta, max_iter, tol, "ad3")
-    if gap_tol is not None and not (isinstance(gap_tol, (int, float, np.floating, np.integer))
-                                    and np.isfinite(gap_tol) and gap_tol > 0):
+    if gap_tol is not None and not _positive(gap_tol):
         raise ValueError(f"ad3: gap_tol must be a positive number or None, got {gap_tol!r}.")
-    state, warm_eta = _warm_state(cg, warm_start, "ad3")
+    if not isinstance(adaptive_eta, (bool, np.bool_)):
+        raise ValueError(f"ad3: adaptive_eta must be True or False, got {adaptive_eta!r}.")
+    scale = _score_scale(top)
+    if scale != 1.0:
+        theta, fs = theta * scale, fs * scale
+    state, warm_eta = _warm_state(cg, warm_start, scale, "ad3")
     if warm_eta is not None and adaptive_eta:
         eta = warm_eta
-    fixed = np.full(cg.n_variables, -1, dtype=np.int64)
-    return _result(cg, theta, fs, fixed, state,
-                   *_run(cg, theta, fs, fixed, eta, adaptive_eta, max_iter, tol, state,
-                         gap_tol=0.0 if gap_tol is None else float(gap_tol)))
-
-
-def _result(cg, theta, fs, fixed, state, n_iter, converged, eta):
-    primal, dual = _objectives(cg, theta, fs, fixed, state)
-    u = state[0]
-    integral = bool(np.all(np.minimum(np.abs(u), np.abs(1.0 - u)) <= _INTEGRAL_TOL))
-    return AD3Result(variables=u.copy(), factors=state[3].copy(), primal=primal, dual=dual,
+    options = _options(eta, adaptive_eta, max_iter, tol,
+                       gap_tol=0.0 if gap_tol is None else gap_tol)
+    n_iter, converged, eta, primal, dual, primal_res, dual_res, integral, _ = _solve(
+        cg, theta, fs, _NOT_FIXED, state, options, "ad3")
+    n = cg.n_variables
+    return AD3Result(variables=state[:n].copy(), factors=state[state.shape[0] - cg.n_scores:].copy(),
+                     primal=_unscale(primal, scale, "ad3"), dual=_unscale(dual, scale, "ad3"),
                      integral=integral, n_iter=n_iter, converged=converged, eta=eta,
-                     state=_copy_state(state))
+                     state=(state, scale, (n, cg.slot_var.shape[0], cg.n_scores)),
+                     primal_residual=primal_res, dual_residual=dual_res)
 
 
 def evaluate(cg, theta, fs, x):
     """Whether the 0/1 assignment ``x`` is allowed; its score and factor marginals."""
     x = np.ascontiguousarray(x, dtype=np.int64)
     add = np.zeros(cg.n_scores)
-    feasible, score, _ = evaluate_assignment(
-        cg.f_type, cg.f_start, cg.slot_var, cg.slot_neg, cg.f_score, cg.f_table, cg.tab_cfg,
-        cg.tab_nc, cg.cfg_ptr, cg.cfg_on, cg.cfg_ok, x, fs, add)
+    feasible, score, _ = evaluate_assignment(cg.data, x, fs, add)
     if not feasible:
         return False, -np.inf, add
-    score += float(theta @ x)
-    for f, structure, parts, off, n_v in cg.structures:
-        s0, s1 = cg.f_start[f], cg.f_start[f + 1]
-        xs = x[cg.slot_var[s0:s1]].astype(np.float64)
-        eta_u = np.where(xs == 1, parts.eta_u, -np.inf)
-        eta_v = parts.eta_v + fs[off:off + n_v]
-        try:
-            _, m, n = structure.oracle(parts, eta_u, eta_v)
-        except ValueError:  # no structure uses only the parts that are on
-            return False, -np.inf, add
-        if not np.array_equal(m, xs):
-            return False, -np.inf, add
-        val = dot_masked(parts.eta_u, m) + dot_masked(eta_v, n)
-        if not np.isfinite(val):
-            return False, -np.inf, add
-        score += val
-        add[off:off + n_v] = n
-    return True, float(score), add
+    return True, float(score + theta @ x), add
 
 
 def ad3_map(graph, variable_scores, factor_scores=None, *, gap_tol=1e-6, max_nodes=10000,
@@ -436,13 +357,19 @@ def ad3_map(graph, variable_scores, factor_scores=None, *, gap_tol=1e-6, max_nod
     >>> res.variables.tolist(), round(res.objective, 6), res.optimal
     ([0.0, 1.0, 1.0], 1.3, True)
     """
-    cg, theta, fs = check_graph_scores(graph, variable_scores, factor_scores, "ad3_map")
+    cg, theta, fs, top = _checked_scores(graph, variable_scores, factor_scores, "ad3_map")
     _check_solver_args(eta, max_iter, tol, "ad3_map")
     if (isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer))
             or max_nodes < 1):
         raise ValueError(f"ad3_map: max_nodes must be a positive integer, got {max_nodes!r}.")
-    if not (np.isfinite(gap_tol) and gap_tol >= 0):
+    if not (isinstance(gap_tol, Real) and not isinstance(gap_tol, bool)
+            and math.isfinite(gap_tol) and gap_tol >= 0):
         raise ValueError(f"ad3_map: gap_tol must be a non-negative number, got {gap_tol!r}.")
+    if not isinstance(adaptive_eta, (bool, np.bool_)):
+        raise ValueError(f"ad3_map: adaptive_eta must be True or False, got {adaptive_eta!r}.")
+    scale = _score_scale(top)
+    if scale != 1.0:
+        theta, fs = theta * scale, fs * scale
     n = cg.n_variables
     best_obj = -np.inf
     best_x = None
@@ -462,12 +389,12 @@ def ad3_map(graph, variable_scores, factor_scores=None, *, gap_tol=1e-6, max_nod
         n_nodes += 1
         incumbent = (best_obj + gap_tol * max(1.0, abs(best_obj)) if best_x is not None
                      else -np.inf)
-        _, _, node_eta = _run(cg, theta, fs, fixed, node_eta, adaptive_eta, max_iter, tol,
-                              state, incumbent)
-        _, bound = _objectives(cg, theta, fs, fixed, state)
+        options = _options(node_eta, adaptive_eta, max_iter, tol, incumbent)
+        _, _, node_eta, _, bound, _, _, _, _ = _solve(cg, theta, fs, fixed, state, options,
+                                                      "ad3_map")
         if pruned(bound):
             continue
-        u = state[0]
+        u = state[:n]
         x = np.where(fixed >= 0, fixed, (u > 0.5).astype(np.int64))
         feasible, obj, add = evaluate(cg, theta, fs, x)
         if feasible and obj > best_obj:
@@ -482,11 +409,12 @@ def ad3_map(graph, variable_scores, factor_scores=None, *, gap_tol=1e-6, max_nod
         for value in (1 - likely, likely):  # the likelier child is popped first
             child = fixed.copy()
             child[i] = value
-            stack.append((child, _copy_state(state), node_eta))
+            stack.append((child, state.copy(), node_eta))
     if best_x is None:
         if complete:
             raise ValueError("ad3_map: no assignment satisfies every factor of the graph.")
         raise ValueError(
             f"ad3_map: no feasible assignment found within max_nodes={max_nodes} nodes.")
     return MAPResult(variables=best_x.astype(np.float64), factors=best_add,
-                     objective=best_obj, optimal=complete, n_nodes=n_nodes)
+                     objective=_unscale(best_obj, scale, "ad3_map"), optimal=complete,
+                     n_nodes=n_nodes)

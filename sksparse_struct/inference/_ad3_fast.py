@@ -1,30 +1,56 @@
 """Numba kernels of AD3 (Martins et al. 2015) on a compiled factor graph.
 
-The graph is flat arrays (see ``_factor_graph.CompiledGraph``): factor ``f``
-owns the slots ``f_start[f]:f_start[f + 1]``; slot ``s`` is a copy of the
-binary variable ``slot_var[s]``, negated when ``slot_neg[s]`` (OR factors
-only). Scored factors read their scores at ``f_score[f]`` in the flat
-``factor_scores`` and write their additional marginals at the same offsets.
-Dense factors point to a configuration table: ``tab_cfg[t]`` is the first
-configuration of table ``t`` in the sparse configuration arrays (the "on"
-slots of configuration ``c`` are ``cfg_on[cfg_ptr[c]:cfg_ptr[c + 1]]``, as
-positions within the factor) and ``tab_gram[t]`` the start of its
-configurations' Gram matrix in ``gram``.
+The graph travels as three named tuples (see ``_factor_graph``):
+
+- ``GraphArrays``: factor ``f`` owns the slots ``f_start[f]:f_start[f + 1]``;
+  slot ``s`` is a copy of the binary variable ``slot_var[s]``, negated when
+  ``slot_neg[s]`` (a *literal*). Scored factors read their scores at
+  ``f_score[f]`` in the flat ``factor_scores`` and write their additional
+  marginals at the same offsets; ``f_aux[f]`` is the row of the factor in
+  its kind's own table (a dense factor's configuration table, a structure
+  factor's entry), -1 when it has none.
+- ``DenseTables``: the "on" positions of configuration ``c`` of table
+  ``t`` are ``cfg_on[cfg_ptr[tab_cfg[t] + c]:cfg_ptr[tab_cfg[t] + c + 1]]``
+  (sorted, as positions within the factor).
+- ``StructureTable``: per structure factor, its oracle (``kind``, ``n``,
+  ``K``, ``single_root``, as ``Structure.compiled_oracle`` describes it),
+  its fixed part scores and the inner active set's limits.
+
+**Factor kinds.** Every kind is one function ``kind(op, ...)`` answering
+three questions about factor ``f`` on the vector ``x`` of its literals, and
+one line in :func:`factor_op`, the table the solver dispatches through:
+
+- ``QP``: the local subproblem of AD3, the projection
+  ``min_q 1/2 ||q - x||^2 - (s / rho) . q_add`` over the factor's polytope
+  (``q`` overwrites ``x``; the additional marginals ``q_add`` go to ``add``);
+- ``BEST``: ``max_q x . q + s . q_add`` over the factor's configurations (its
+  term of the Lagrangian dual);
+- ``CHECK``: whether the 0/1 literals ``x`` are an allowed configuration;
+  returns the score ``s . q_add`` of its additional marginals (written to
+  ``add``), or ``-inf``.
 
 The penalty of the augmented Lagrangian is ``rho = 2 * eta`` (AD3's
-convention). The local subproblem of a factor is the projection
-
-    min_q  1/2 ||q - z||^2 - (s / rho) . q_add      over the factor's polytope,
-
-with ``z_s = u[v] + (theta[v] / deg[v] + lam[s]) / rho`` for its slots.
-Structure factors (``f_type == STRUCT``) are solved by the Python caller.
+convention); the literals' targets are ``x_s = u[v] + (theta[v] / deg[v] +
+lam[s]) / rho``.
 """
 
+from typing import NamedTuple
+
 import numpy as np
+from numba import types
+from numba.experimental import structref
+from numba.typed import List
 
 from ..utils._numba import njit
-from ._sparsemap_fast import bordered_inverse_delete
+from ._sparsemap_fast import (
+    _oracle,
+    active_set_any,
+    active_set_workspace,
+    bordered_inverse_delete,
+    masked_dot,
+)
 
+# Factor kinds (``f_type``); the names are in ``_factor_graph.FACTOR_KINDS``.
 XOR = 0
 AT_MOST_ONE = 1
 OR = 2
@@ -32,7 +58,15 @@ PAIR = 3
 DENSE = 4
 STRUCT = 5
 
+# Questions a factor kind answers (see the module docstring).
+QP = 0
+BEST = 1
+CHECK = 2
+
 _DEP_TOL = 1e-9
+# Affine dependence threshold of the structure factors' active sets
+# (SparseMAP's, ``_sparsemap._DEPENDENT_TOL``).
+_STRUCT_DEP_TOL = 1e-10
 # Step of the multiplier update, relative to the penalty: ADMM converges for
 # any value in (0, (1 + sqrt 5) / 2); 1.5 takes about half the iterations of 1
 # on the fractional LPs of argument mining.
@@ -40,6 +74,10 @@ TAU = 1.5
 # Iterations between step-size adaptations (AD3 uses 10; every 50 iterations
 # took about 30% fewer iterations on fractional argument-mining LPs).
 ADAPT_EVERY = 50
+# A variable within this distance of 0 or 1 counts as integral.
+INTEGRAL_TOL = 1e-6
+# Iterations between dual evaluations (early stops on a bound or a gap).
+DUAL_EVERY = 50
 
 
 @njit
@@ -53,7 +91,12 @@ def _clip01(x):
 
 @njit
 def _project_simplex(x, n, srt):
-    """Project ``x[:n]`` onto the probability simplex in place (sort-based)."""
+    """Project ``x[:n]`` onto the probability simplex in place (sort-based).
+
+    Computed on ``x - max(x)``: the threshold ``(cum - 1) / k`` of the
+    unshifted values loses the ``- 1`` once the sum passes 2**53 (scores of
+    1e15 and more), and the output would leave the simplex.
+    """
     for i in range(n):
         # insertion sort, descending (n is small)
         v = x[i]
@@ -62,20 +105,47 @@ def _project_simplex(x, n, srt):
             srt[j] = srt[j - 1]
             j -= 1
         srt[j] = v
+    # The shift only where it matters, so that ordinary scores keep the
+    # plain arithmetic (and its last bits).
+    top = srt[0] if abs(srt[0]) > 1048576.0 else 0.0
     cum = 0.0
     tau = 0.0
     for i in range(n):
-        cum += srt[i]
+        cum += srt[i] - top
         t = (cum - 1.0) / (i + 1)
-        if srt[i] - t > 0.0:
+        if srt[i] - top - t > 0.0:
             tau = t
     for i in range(n):
-        v = x[i] - tau
+        v = (x[i] - top) - tau
         x[i] = max(0.0, v)
 
 
 @njit
-def _kkt_insert(G, g0, nc, S, k, B, c, w):
+def _overlap(cfg_ptr, cfg_on, c0, a, b):
+    """``|on(a) & on(b)|``: the Gram entry of configurations ``a`` and ``b`` (sorted lists).
+
+    Computed when needed rather than stored: a table of ``n_c``
+    configurations would need an ``n_c^2`` matrix.
+    """
+    i, i_end = cfg_ptr[c0 + a], cfg_ptr[c0 + a + 1]
+    j, j_end = cfg_ptr[c0 + b], cfg_ptr[c0 + b + 1]
+    count = 0
+    while i < i_end and j < j_end:
+        x = cfg_on[i]
+        y = cfg_on[j]
+        if x == y:
+            count += 1
+            i += 1
+            j += 1
+        elif x < y:
+            i += 1
+        else:
+            j += 1
+    return float(count)
+
+
+@njit
+def _kkt_insert(cfg_ptr, cfg_on, c0, S, k, B, c, w):
     """Add configuration ``c`` to the support ``S[:k]`` and border the KKT inverse.
 
     ``B`` is the inverse of ``[[0, 1^T], [1, G_SS]]`` (row 0: the multiplier).
@@ -84,7 +154,7 @@ def _kkt_insert(G, g0, nc, S, k, B, c, w):
     affine coefficients of ``c`` are left in ``w[1:k + 1]`` and False is
     returned.
     """
-    gcc = G[g0 + c * nc + c]
+    gcc = float(cfg_ptr[c0 + c + 1] - cfg_ptr[c0 + c])
     if k == 0:
         B[0, 0] = -gcc
         B[0, 1] = 1.0
@@ -95,11 +165,11 @@ def _kkt_insert(G, g0, nc, S, k, B, c, w):
     for r in range(k + 1):
         acc = B[r, 0]
         for j in range(k):
-            acc += B[r, j + 1] * G[g0 + S[j] * nc + c]
+            acc += B[r, j + 1] * _overlap(cfg_ptr, cfg_on, c0, S[j], c)
         w[r] = acc
     schur = gcc - w[0]
     for j in range(k):
-        schur -= G[g0 + S[j] * nc + c] * w[j + 1]
+        schur -= _overlap(cfg_ptr, cfg_on, c0, S[j], c) * w[j + 1]
     if schur <= _DEP_TOL * max(1.0, gcc) or k + 2 > B.shape[0]:
         return False
     inv = 1.0 / schur
@@ -134,12 +204,12 @@ def _drop_zeros(p, S, k, B):
 
 
 @njit
-def dense_rebuild(p, nc, G, g0, S, B, w):
+def dense_rebuild(p, nc, cfg_ptr, cfg_on, c0, S, B, w):
     """Support and KKT inverse from a warm-start distribution ``p`` (dependent members dropped)."""
     k = 0
     for c in range(nc):
         if p[c] > 0.0:
-            if _kkt_insert(G, g0, nc, S, k, B, c, w):
+            if _kkt_insert(cfg_ptr, cfg_on, c0, S, k, B, c, w):
                 k += 1
             else:
                 p[c] = 0.0
@@ -147,7 +217,7 @@ def dense_rebuild(p, nc, G, g0, S, B, w):
 
 
 @njit
-def dense_qp(theta, p, nc, G, g0, cfg_ptr, cfg_on, c0, r, S, k, B, x, rhs, res, max_iter):
+def dense_qp(theta, p, nc, cfg_ptr, cfg_on, c0, r, S, k, B, x, rhs, res, max_iter):
     """Active-set solve of ``max_p theta . p - 1/2 ||C^T p||^2`` on the simplex.
 
     ``p[:nc]`` with support ``S[:k]`` and KKT inverse ``B`` is the warm start
@@ -166,7 +236,7 @@ def dense_qp(theta, p, nc, G, g0, cfg_ptr, cfg_on, c0, r, S, k, B, x, rhs, res, 
         for c in range(nc):
             p[c] = 0.0
         p[best] = 1.0
-        _kkt_insert(G, g0, nc, S, 0, B, best, x)
+        _kkt_insert(cfg_ptr, cfg_on, c0, S, 0, B, best, x)
         k = 1
     it = 0
     while it < max_iter:
@@ -186,9 +256,8 @@ def dense_qp(theta, p, nc, G, g0, cfg_ptr, cfg_on, c0, r, S, k, B, x, rhs, res, 
         res[0] = acc
         for i in range(k):
             acc = rhs[i + 1] - x[0]
-            base = g0 + S[i] * nc
             for j in range(k):
-                acc -= G[base + S[j]] * x[j + 1]
+                acc -= _overlap(cfg_ptr, cfg_on, c0, S[i], S[j]) * x[j + 1]
             res[i + 1] = acc
         for a in range(k + 1):
             acc = 0.0
@@ -236,7 +305,7 @@ def dense_qp(theta, p, nc, G, g0, cfg_ptr, cfg_on, c0, r, S, k, B, x, rhs, res, 
             return k
         # Insert ``best``; if it is an affine combination of the support,
         # shift mass onto it until one member leaves, then insert it.
-        while not _kkt_insert(G, g0, nc, S, k, B, best, x):
+        while not _kkt_insert(cfg_ptr, cfg_on, c0, S, k, B, best, x):
             j = -1
             tmin = np.inf
             for i in range(k):
@@ -297,23 +366,443 @@ def pair_qp(a, b, s):
     return x, 1.0 - y, x - m
 
 
+
+# -- the factor kinds ---------------------------------------------------------
+
+
 @njit
-def solve_local(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, tab_nc,
-                tab_gram, cfg_ptr, cfg_on, cfg_ok, gram, share, u, lam, rho, factor_scores,
-                q, add, factor_active, var_active, refresh, f_dense, dS, dk, dB, ws_z, ws_s,
-                ws_theta, ws_r, ws_x, ws_rhs, ws_res):
-    """Solve the local QP of every (active) compiled factor; update ``q``, ``add``.
+def xor_factor(op, off, x, n, fs, add, inv_rho, buf):
+    """Exactly one literal is 1."""
+    if op == QP:
+        _project_simplex(x, n, buf)
+        return 0.0
+    if op == BEST:
+        best = -np.inf
+        for i in range(n):
+            best = max(best, x[i])
+        return best
+    cnt = 0.0
+    for i in range(n):
+        cnt += x[i]
+    return 0.0 if cnt == 1.0 else -np.inf
+
+
+@njit
+def _box_then_simplex(x, n, srt, over):
+    """Clip to the box; if the sum is on the wrong side of 1, project onto the simplex."""
+    tot = 0.0
+    for i in range(n):
+        tot += _clip01(x[i])
+    if (over and tot > 1.0) or (not over and tot < 1.0):
+        _project_simplex(x, n, srt)
+    else:
+        for i in range(n):
+            x[i] = _clip01(x[i])
+
+
+@njit
+def at_most_one_factor(op, off, x, n, fs, add, inv_rho, buf):
+    """At most one literal is 1."""
+    if op == QP:
+        _box_then_simplex(x, n, buf, True)
+        return 0.0
+    if op == BEST:
+        best = 0.0
+        for i in range(n):
+            best = max(best, x[i])
+        return best
+    cnt = 0.0
+    for i in range(n):
+        cnt += x[i]
+    return 0.0 if cnt <= 1.0 else -np.inf
+
+
+@njit
+def or_factor(op, off, x, n, fs, add, inv_rho, buf):
+    """At least one literal is 1 (implications are ORs of negated literals)."""
+    if op == QP:
+        _box_then_simplex(x, n, buf, False)
+        return 0.0
+    if op == BEST:
+        pos = 0.0
+        best = -np.inf
+        for i in range(n):
+            if x[i] > 0.0:
+                pos += x[i]
+            best = max(best, x[i])
+        return pos if best > 0.0 else best
+    cnt = 0.0
+    for i in range(n):
+        cnt += x[i]
+    return 0.0 if cnt >= 1.0 else -np.inf
+
+
+@njit
+def pair_factor(op, off, x, n, fs, add, inv_rho, buf):
+    """One extra marginal ``z = x0 AND x1`` with a score."""
+    if op == QP:
+        a, b, m = pair_qp(x[0], x[1], fs[off] * inv_rho)
+        x[0] = a
+        x[1] = b
+        add[off] = m
+        return 0.0
+    if op == BEST:
+        return max(max(0.0, x[0]), max(x[1], x[0] + x[1] + fs[off]))
+    z = x[0] * x[1]
+    add[off] = z
+    return z * fs[off]
+
+
+@njit
+def dense_factor(op, tables, work, f, t, off, x, n, fs, add, inv_rho):
+    """A distribution over listed configurations (a table) of the factor's variables."""
+    nc = tables.tab_nc[t]
+    c0 = tables.tab_cfg[t]
+    cfg_ptr = tables.cfg_ptr
+    cfg_on = tables.cfg_on
+    if op == QP:
+        theta = work.theta
+        for c in range(nc):
+            if not tables.cfg_ok[c0 + c]:
+                theta[c] = -np.inf
+                continue
+            th = fs[off + c] * inv_rho
+            for e in range(cfg_ptr[c0 + c], cfg_ptr[c0 + c + 1]):
+                th += x[cfg_on[e]]
+            theta[c] = th
+        d = work.f_dense[f]
+        r = work.r[:n]
+        work.dk[d] = dense_qp(theta, add[off:off + nc], nc, cfg_ptr, cfg_on, c0, r,
+                              work.dS[d], work.dk[d], work.dB[d], work.x, work.rhs, work.res,
+                              10 * nc + 10)
+        for i in range(n):
+            x[i] = r[i]
+        return 0.0
+    if op == BEST:
+        best = -np.inf
+        for c in range(nc):
+            if not tables.cfg_ok[c0 + c]:
+                continue
+            val = fs[off + c]
+            for e in range(cfg_ptr[c0 + c], cfg_ptr[c0 + c + 1]):
+                val += x[cfg_on[e]]
+            best = max(best, val)
+        return best
+    tot = 0.0
+    for i in range(n):
+        tot += x[i]
+    best = -1
+    for c in range(nc):
+        add[off + c] = 0.0
+        n_on = cfg_ptr[c0 + c + 1] - cfg_ptr[c0 + c]
+        cnt = 0.0
+        for e in range(cfg_ptr[c0 + c], cfg_ptr[c0 + c + 1]):
+            cnt += x[cfg_on[e]]
+        if cnt == n_on and tot == n_on and tables.cfg_ok[c0 + c]:
+            if best < 0 or fs[off + c] > fs[off + best]:
+                best = c
+    if best < 0:
+        return -np.inf
+    add[off + best] = 1.0
+    return fs[off + best]
+
+
+@njit
+def structure_factor(op, st, work, j, off, x, n, fs, add, inv_rho):
+    """A distribution over the structures of a ``Structure`` (its compiled oracle).
+
+    ``QP`` is SparseMAP on the shifted scores, by the compiled active set
+    warm-started from the factor's support of the previous iteration.
+    """
+    kind = st.kind[j]
+    size = st.n[j]
+    K = st.K[j]
+    root = st.single_root[j]
+    fixed_u = st.eta_u[st.u_ptr[j]:st.u_ptr[j + 1]]
+    fixed_v = st.eta_v[st.v_ptr[j]:st.v_ptr[j + 1]]
+    n_v = fixed_v.shape[0]
+    ws = work.struct_ws[j]
+    eu = work.struct_u[j]
+    ev = work.struct_v[j]
+    if op == QP:
+        for i in range(n):
+            eu[i] = x[i] + fixed_u[i] * inv_rho
+        for a in range(n_v):
+            ev[a] = (fixed_v[a] + fs[off + a]) * inv_rho
+        ws, k, _, _, _, status = active_set_any(
+            eu, ev, size, K, root, st.max_iter[j], st.tol[j], _STRUCT_DEP_TOL, kind, ws,
+            work.struct_k[j])
+        work.struct_ws[j] = ws
+        work.struct_k[j] = k
+        if status != 0:
+            work.status[0] = 1
+            return 0.0
+        IDX, VAL, nnz, N, p = ws[0], ws[1], ws[2], ws[3], ws[6]
+        for i in range(n):
+            x[i] = 0.0
+        for a in range(n_v):
+            add[off + a] = 0.0
+        for i in range(k):
+            pi = p[i]
+            for t in range(nnz[i]):
+                x[IDX[i, t]] += pi * VAL[i, t]
+            for a in range(n_v):
+                add[off + a] += pi * N[i, a]
+        return 0.0
+    row, m, nv = ws[9], ws[10], ws[11]
+    if op == BEST:
+        for i in range(n):
+            eu[i] = x[i] + fixed_u[i]
+        for a in range(n_v):
+            ev[a] = fixed_v[a] + fs[off + a]
+        if not _oracle(kind, eu, ev, size, K, root, row, m, nv, ws[15], ws[16], ws[17], ws[18],
+                       ws[19], ws[20], ws[21], ws[22], ws[23]):
+            return -np.inf
+        return masked_dot(eu, m) + masked_dot(ev, nv)
+    # CHECK: the best structure using only the parts that are on must use all of them.
+    for i in range(n):
+        eu[i] = fixed_u[i] if x[i] == 1.0 else -np.inf
+    for a in range(n_v):
+        ev[a] = fixed_v[a] + fs[off + a]
+    if not _oracle(kind, eu, ev, size, K, root, row, m, nv, ws[15], ws[16], ws[17], ws[18],
+                   ws[19], ws[20], ws[21], ws[22], ws[23]):
+        return -np.inf
+    for i in range(n):
+        if m[i] != x[i]:
+            return -np.inf
+    val = masked_dot(fixed_u, m) + masked_dot(ev, nv)
+    if not np.isfinite(val):
+        return -np.inf
+    for a in range(n_v):
+        add[off + a] = nv[a]
+    # The fixed unary scores count in the assignment's score, as in the primal.
+    return val
+
+
+@njit(inline="always")
+def factor_op(op, kind, ctx, f, off, x, n, fs, add, inv_rho, buf):
+    """The table of factor kinds: one line per kind (see the module docstring).
+
+    Each kind gets only the data it reads.
+    """
+    if kind == XOR:
+        return xor_factor(op, off, x, n, fs, add, inv_rho, buf)
+    if kind == AT_MOST_ONE:
+        return at_most_one_factor(op, off, x, n, fs, add, inv_rho, buf)
+    if kind == OR:
+        return or_factor(op, off, x, n, fs, add, inv_rho, buf)
+    if kind == PAIR:
+        return pair_factor(op, off, x, n, fs, add, inv_rho, buf)
+    if kind == DENSE:
+        return dense_factor(op, ctx.dense, ctx.work.dense, f, ctx.graph.f_aux[f], off, x, n, fs,
+                            add, inv_rho)
+    return structure_factor(op, ctx.structs, ctx.work.structs, ctx.graph.f_aux[f], off, x, n,
+                            fs, add, inv_rho)
+
+
+# -- the solver ---------------------------------------------------------------
+
+
+class GraphArrays(NamedTuple):
+    """Factors, their slots and the variables' slots (see the module docstring)."""
+
+    f_type: np.ndarray
+    f_start: np.ndarray
+    slot_var: np.ndarray
+    slot_neg: np.ndarray
+    f_score: np.ndarray
+    f_aux: np.ndarray
+    v_ptr: np.ndarray
+    v_slots: np.ndarray
+    slot_factor: np.ndarray
+    deg: np.ndarray
+
+
+class DenseTables(NamedTuple):
+    """The dense factors' configuration tables, as sparse "on" lists."""
+
+    tab_cfg: np.ndarray
+    tab_nc: np.ndarray
+    cfg_ptr: np.ndarray
+    cfg_on: np.ndarray
+    cfg_ok: np.ndarray
+
+
+class StructureTable(NamedTuple):
+    """Per structure factor: its compiled oracle, fixed scores and active-set limits."""
+
+    kind: np.ndarray
+    n: np.ndarray
+    K: np.ndarray
+    single_root: np.ndarray
+    eta_u: np.ndarray
+    u_ptr: np.ndarray
+    eta_v: np.ndarray
+    v_ptr: np.ndarray
+    max_iter: np.ndarray
+    tol: np.ndarray
+
+
+class SolverState(NamedTuple):
+    """Views of the solver's flat state array (see :func:`split_state`)."""
+
+    u: np.ndarray
+    q: np.ndarray
+    lam: np.ndarray
+    add: np.ndarray
+
+
+# The solver's options travel as one float64 array (numba types an array
+# argument much faster than a tuple): these are the positions.
+OPT_ETA = 0
+OPT_ADAPTIVE = 1
+OPT_MAX_ITER = 2
+OPT_TOL = 3
+OPT_LOWER_BOUND = 4
+OPT_GAP_TOL = 5
+N_OPTIONS = 6
+
+
+@njit
+def split_state(state, n_vars, n_slots):
+    """The flat state ``[u | q | lam | add]`` as views: marginals, copies, multipliers, extras."""
+    a = n_vars
+    b = a + n_slots
+    c = b + n_slots
+    return SolverState(state[:a], state[a:b], state[b:c], state[c:])
+
+
+class DenseWork(NamedTuple):
+    """The dense factors' active sets (support, KKT inverse) and work arrays."""
+
+    f_dense: np.ndarray
+    dS: np.ndarray
+    dk: np.ndarray
+    dB: np.ndarray
+    theta: np.ndarray
+    r: np.ndarray
+    x: np.ndarray
+    rhs: np.ndarray
+    res: np.ndarray
+
+
+class StructureWork(NamedTuple):
+    """The structure factors' active-set workspaces, support sizes and scores."""
+
+    struct_ws: object
+    struct_u: object
+    struct_v: object
+    struct_k: np.ndarray
+    status: np.ndarray
+
+
+class Work(NamedTuple):
+    srt: np.ndarray
+    z: np.ndarray
+    dense: DenseWork
+    structs: StructureWork
+
+
+@structref.register
+class ContextType(types.StructRef):
+    """numba type of :class:`Context` and :class:`GraphData`."""
+
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+@structref.register
+class GraphDataType(types.StructRef):
+    """numba type of :class:`GraphData`."""
+
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+class Context(structref.StructRefProxy):
+    """What the factor kinds read: ``graph``, ``dense``, ``structs`` and ``work``.
+
+    A reference (one pointer) rather than a tuple: numba copies a tuple of
+    arrays into every call and takes a reference to each array, which cost
+    more than the closed-form factors themselves.
+    """
+
+
+class GraphData(structref.StructRefProxy):
+    """A compiled graph's ``graph``, ``dense`` and ``structs`` behind one reference.
+
+    Built once per graph (``FactorGraph.compile``): the solver's entry points
+    take it as one argument, so that a call unpacks one object instead of
+    some thirty arrays.
+    """
+
+
+structref.define_proxy(Context, ContextType, ["graph", "dense", "structs", "work"])
+structref.define_proxy(GraphData, GraphDataType, ["graph", "dense", "structs"])
+
+
+@njit
+def _work(graph, dense, structs, add):
+    """Work arrays of one solve; the dense factors' active sets warm-started from ``add``."""
+    f_type, f_start = graph.f_type, graph.f_start
+    n_f = f_type.shape[0]
+    max_n = 1
+    for f in range(n_f):
+        max_n = max(max_n, f_start[f + 1] - f_start[f])
+    max_nc = 1
+    for t in range(dense.tab_nc.shape[0]):
+        max_nc = max(max_nc, dense.tab_nc[t])
+    cap = max_n + 1  # at most n + 1 affinely independent configurations
+    f_dense = np.full(n_f, -1, dtype=np.int64)
+    n_dense = 0
+    for f in range(n_f):
+        if f_type[f] == DENSE:
+            f_dense[f] = n_dense
+            n_dense += 1
+    dS = np.zeros((n_dense, cap), dtype=np.int64)
+    dk = np.zeros(n_dense, dtype=np.int64)
+    dB = np.zeros((n_dense, cap + 1, cap + 1))
+    x = np.empty(cap + 1)
+    for f in range(n_f):
+        d = f_dense[f]
+        if d >= 0:
+            t = graph.f_aux[f]
+            off = graph.f_score[f]
+            dk[d] = dense_rebuild(add[off:off + dense.tab_nc[t]], dense.tab_nc[t], dense.cfg_ptr,
+                                  dense.cfg_on, dense.tab_cfg[t], dS[d], dB[d], x)
+    n_s = structs.kind.shape[0]
+    struct_ws = List()
+    struct_u = List()
+    struct_v = List()
+    for j in range(n_s):
+        n_u = structs.u_ptr[j + 1] - structs.u_ptr[j]
+        n_v = structs.v_ptr[j + 1] - structs.v_ptr[j]
+        struct_ws.append(active_set_workspace(structs.kind[j], structs.n[j], n_u, n_v))
+        struct_u.append(np.empty(n_u))
+        struct_v.append(np.empty(n_v))
+    dense_work = DenseWork(f_dense, dS, dk, dB, np.empty(max_nc), np.empty(max_n), x,
+                           np.empty(cap + 1), np.empty(cap + 1))
+    struct_work = StructureWork(struct_ws, struct_u, struct_v, np.zeros(n_s, dtype=np.int64),
+                                np.zeros(1, dtype=np.int64))
+    return Work(np.empty(max_n), np.empty(max_n), dense_work, struct_work)
+
+
+@njit
+def local_step(ctx, share, u, lam, inv_rho, fs, q, add, factor_active, var_active, refresh):
+    """Solve the local QP of every (active) factor; update ``q``, ``add``.
 
     Marks the variables whose copies moved, or are fractional, as active
     (AD3's caching: a factor whose variables are all inactive is skipped
     until ``refresh``).
     """
-    n_f = f_type.shape[0]
-    inv_rho = 1.0 / rho
-    for f in range(n_f):
-        kind = f_type[f]
-        if kind == STRUCT:
-            continue
+    # The arrays out of the nested tuples once: reading a tuple field takes a
+    # reference to every array inside it.
+    g = ctx.graph
+    f_type, f_start, f_score, slot_var, slot_neg = (g.f_type, g.f_start, g.f_score, g.slot_var,
+                                                    g.slot_neg)
+    z = ctx.work.z
+    buf = ctx.work.srt
+    for f in range(f_type.shape[0]):
         if not refresh and not factor_active[f]:
             continue
         factor_active[f] = False
@@ -322,54 +811,14 @@ def solve_local(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, 
         for i in range(n):
             s = s0 + i
             v = slot_var[s]
-            z = u[v] + (share[v] + lam[s]) * inv_rho
+            zi = u[v] + (share[v] + lam[s]) * inv_rho
             if slot_neg[s]:
-                z = 1.0 - z
-            ws_z[i] = z
-        if kind == XOR:
-            _project_simplex(ws_z, n, ws_s)
-        elif kind == AT_MOST_ONE or kind == OR:
-            tot = 0.0
-            for i in range(n):
-                ws_z[i] = _clip01(ws_z[i])
-                tot += ws_z[i]
-            if (kind == AT_MOST_ONE and tot > 1.0) or (kind == OR and tot < 1.0):
-                for i in range(n):
-                    v = slot_var[s0 + i]
-                    z = u[v] + (share[v] + lam[s0 + i]) * inv_rho
-                    if slot_neg[s0 + i]:
-                        z = 1.0 - z
-                    ws_z[i] = z
-                _project_simplex(ws_z, n, ws_s)
-        elif kind == PAIR:
-            off = f_score[f]
-            x, y, m = pair_qp(ws_z[0], ws_z[1], factor_scores[off] * inv_rho)
-            ws_z[0] = x
-            ws_z[1] = y
-            add[off] = m
-        else:  # DENSE
-            off = f_score[f]
-            t = f_table[f]
-            nc = tab_nc[t]
-            c0 = tab_cfg[t]
-            for c in range(nc):
-                if not cfg_ok[c0 + c]:
-                    ws_theta[c] = -np.inf
-                    continue
-                th = factor_scores[off + c] * inv_rho
-                for e in range(cfg_ptr[c0 + c], cfg_ptr[c0 + c + 1]):
-                    th += ws_z[cfg_on[e]]
-                ws_theta[c] = th
-            d = f_dense[f]
-            r = ws_r[:n]
-            dk[d] = dense_qp(ws_theta, add[off:off + nc], nc, gram, tab_gram[t], cfg_ptr,
-                             cfg_on, c0, r, dS[d], dk[d], dB[d], ws_x, ws_rhs, ws_res,
-                             10 * nc + 10)
-            for i in range(n):
-                ws_z[i] = r[i]
+                zi = 1.0 - zi
+            z[i] = zi
+        factor_op(QP, f_type[f], ctx, f, f_score[f], z, n, fs, add, inv_rho, buf)
         for i in range(n):
             s = s0 + i
-            val = ws_z[i]
+            val = z[i]
             if slot_neg[s]:
                 val = 1.0 - val
             v = slot_var[s]
@@ -380,19 +829,20 @@ def solve_local(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, 
 
 
 @njit
-def consensus(v_ptr, v_slots, slot_factor, deg, fixed, theta, q, lam, u, rho, tau,
-              var_active, factor_active, refresh):
+def consensus(graph, fixed, theta, state, rho, var_active, factor_active, refresh):
     """Average the copies into ``u``, update the multipliers; the residuals.
 
     Returns ``(primal_residual, dual_residual)`` as root mean squares over the
-    slots (AD3's definitions). Fixed variables (``fixed >= 0``) keep their
-    value; variables in no factor take their best value.
+    slots (AD3's definitions: the dual residual weighs each variable's change
+    by its degree). Fixed variables (``fixed >= 0``) keep their value;
+    variables in no factor take their best value.
     """
-    n_vars = deg.shape[0]
+    deg, v_ptr, v_slots, slot_factor = graph.deg, graph.v_ptr, graph.v_slots, graph.slot_factor
+    u, q, lam = state.u, state.q, state.lam
     n_slots = q.shape[0]
     primal = 0.0
     dual = 0.0
-    for i in range(n_vars):
+    for i in range(deg.shape[0]):
         d = deg[i]
         if d == 0:
             if fixed[i] >= 0:
@@ -417,7 +867,7 @@ def consensus(v_ptr, v_slots, slot_factor, deg, fixed, theta, q, lam, u, rho, ta
         for e in range(v_ptr[i], v_ptr[i + 1]):
             s = v_slots[e]
             pen = q[s] - new
-            lam[s] -= tau * rho * pen
+            lam[s] -= TAU * rho * pen
             primal += pen * pen
             factor_active[slot_factor[s]] = True
     if n_slots == 0:
@@ -438,165 +888,34 @@ def adapt_eta(eta, primal_res, dual_res):
 
 
 @njit
-def dense_workspace(f_type, f_start, f_score, f_table, tab_nc, tab_gram, gram, add):
-    """Per dense factor active-set state (from the warm start ``add``), and work arrays."""
-    n_f = f_type.shape[0]
-    max_n = 1
-    for f in range(n_f):
-        max_n = max(max_n, f_start[f + 1] - f_start[f])
-    max_nc = 1
-    for t in range(tab_nc.shape[0]):
-        max_nc = max(max_nc, tab_nc[t])
-    cap = max_n + 1  # at most n + 1 affinely independent configurations
-    f_dense = np.full(n_f, -1, dtype=np.int64)
-    n_dense = 0
-    for f in range(n_f):
-        if f_type[f] == DENSE:
-            f_dense[f] = n_dense
-            n_dense += 1
-    dS = np.zeros((n_dense, cap), dtype=np.int64)
-    dk = np.zeros(n_dense, dtype=np.int64)
-    dB = np.zeros((n_dense, cap + 1, cap + 1))
-    w = np.empty(cap + 1)
-    for f in range(n_f):
-        d = f_dense[f]
-        if d >= 0:
-            t = f_table[f]
-            off = f_score[f]
-            dk[d] = dense_rebuild(add[off:off + tab_nc[t]], tab_nc[t], gram, tab_gram[t],
-                                  dS[d], dB[d], w)
-    ws = (np.empty(max_n), np.empty(max_n), np.empty(max_nc), np.empty(max_n),
-          np.empty(cap + 1), np.empty(cap + 1), np.empty(cap + 1))
-    return f_dense, dS, dk, dB, ws
-
-
-@njit
-def ad3_loop(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, tab_nc,
-             tab_gram, cfg_ptr, cfg_on, cfg_ok, gram, v_ptr, v_slots, slot_factor, deg, fixed,
-             theta, factor_scores, q, lam, u, add, eta, adaptive, max_iter, tol,
-             lower_bound, gap_tol):
-    """The whole AD3 loop for graphs without structure factors.
-
-    Updates ``q, lam, u, add`` in place. Every 50 iterations the dual value
-    is computed; the loop stops early when it falls below ``lower_bound``
-    (branch-and-bound: the node cannot beat the incumbent), or (converged)
-    when it is within ``gap_tol`` (relative) of the primal objective.
-    Returns ``(n_iter, converged, eta)``.
-    """
-    n_vars = deg.shape[0]
-    share = np.empty(n_vars)
-    for i in range(n_vars):
-        share[i] = theta[i] / deg[i] if deg[i] > 0 else 0.0
-    f_dense, dS, dk, dB, ws = dense_workspace(f_type, f_start, f_score, f_table, tab_nc,
-                                              tab_gram, gram, add)
-    factor_active = np.ones(f_type.shape[0], dtype=np.bool_)
-    var_active = np.ones(n_vars, dtype=np.bool_)
-    refresh = True
-    converged = False
-    t = 0
-    while t < max_iter:
-        solve_local(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, tab_nc,
-                    tab_gram, cfg_ptr, cfg_on, cfg_ok, gram, share, u, lam, 2.0 * eta,
-                    factor_scores, q, add, factor_active, var_active, refresh, f_dense, dS,
-                    dk, dB, ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[6])
-        primal_res, dual_res = consensus(v_ptr, v_slots, slot_factor, deg, fixed, theta, q,
-                                         lam, u, 2.0 * eta, TAU, var_active, factor_active,
-                                         refresh)
-        t += 1
-        if primal_res < tol and dual_res < tol:
-            converged = True
-            break
-        if (lower_bound > -np.inf or gap_tol > 0.0) and t % 50 == 0:
-            bound = dual_value(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg,
-                               tab_nc, cfg_ptr, cfg_on, cfg_ok, deg, fixed, theta, lam,
-                               factor_scores, np.zeros(f_type.shape[0]))
-            if bound < lower_bound:
-                break
-            if gap_tol > 0.0:
-                primal = 0.0
-                for i in range(n_vars):
-                    primal += theta[i] * u[i]
-                for i in range(add.shape[0]):
-                    primal += factor_scores[i] * add[i]
-                if abs(bound - primal) <= gap_tol * max(1.0, abs(bound)):
-                    converged = True
-                    break
-        refresh = t % 50 == 0
-        if adaptive and (t - 1) % ADAPT_EVERY == 0:
-            eta, changed = adapt_eta(eta, primal_res, dual_res)
-            if changed:
-                refresh = True
-    return t, converged, eta
-
-
-@njit
-def dual_value(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, tab_nc,
-               cfg_ptr, cfg_on, cfg_ok, deg, fixed, theta, lam, factor_scores, struct_values):
-    """The Lagrangian dual ``g(lam)``, an upper bound on the LP (and the MAP).
-
-    ``struct_values[f]`` holds the (Python computed) maximum of each structure
-    factor's linear score ``(theta / deg + lam) . q + scores . q_add``.
-    """
-    total = 0.0
+def dual_value(ctx, theta, lam, fs, fixed):
+    """The Lagrangian dual ``g(lam)``, an upper bound on the LP (and the MAP)."""
+    g = ctx.graph
+    deg = g.deg
     n_vars = deg.shape[0]
     lam_sum = np.zeros(n_vars)
+    f_type, f_start, f_score, slot_var, slot_neg = (g.f_type, g.f_start, g.f_score, g.slot_var,
+                                                    g.slot_neg)
+    w = ctx.work.z
+    buf = ctx.work.srt
+    scratch = np.empty(fs.shape[0])
+    total = 0.0
     for f in range(f_type.shape[0]):
-        kind = f_type[f]
         s0 = f_start[f]
         n = f_start[f + 1] - s0
-        for s in range(s0, s0 + n):
-            lam_sum[slot_var[s]] += lam[s]
-        if kind == STRUCT:
-            total += struct_values[f]
-            continue
-        if kind == XOR:
-            best = -np.inf
-            for s in range(s0, s0 + n):
-                v = slot_var[s]
-                best = max(best, theta[v] / deg[v] + lam[s])
-            total += best
-        elif kind == AT_MOST_ONE:
-            best = 0.0
-            for s in range(s0, s0 + n):
-                v = slot_var[s]
-                best = max(best, theta[v] / deg[v] + lam[s])
-            total += best
-        elif kind == OR:
-            # literal l = q (or 1 - q when negated): score w q = w l (or w - w l)
-            const = 0.0
-            pos = 0.0
-            best = -np.inf
-            for s in range(s0, s0 + n):
-                v = slot_var[s]
-                w = theta[v] / deg[v] + lam[s]
-                if slot_neg[s]:
-                    const += w
-                    w = -w
-                if w > 0.0:
-                    pos += w
-                best = max(best, w)
-            total += const + (pos if best > 0.0 else best)
-        elif kind == PAIR:
-            v0 = slot_var[s0]
-            v1 = slot_var[s0 + 1]
-            w0 = theta[v0] / deg[v0] + lam[s0]
-            w1 = theta[v1] / deg[v1] + lam[s0 + 1]
-            total += max(max(0.0, w0), max(w1, w0 + w1 + factor_scores[f_score[f]]))
-        else:
-            off = f_score[f]
-            t = f_table[f]
-            c0 = tab_cfg[t]
-            best = -np.inf
-            for c in range(tab_nc[t]):
-                if not cfg_ok[c0 + c]:
-                    continue
-                val = factor_scores[off + c]
-                for e in range(cfg_ptr[c0 + c], cfg_ptr[c0 + c + 1]):
-                    s = s0 + cfg_on[e]
-                    v = slot_var[s]
-                    val += theta[v] / deg[v] + lam[s]
-                best = max(best, val)
-            total += best
+        const = 0.0
+        for i in range(n):
+            s = s0 + i
+            v = slot_var[s]
+            lam_sum[v] += lam[s]
+            wi = theta[v] / deg[v] + lam[s]
+            # literal l = 1 - q: w q = w - w l
+            if slot_neg[s]:
+                const += wi
+                wi = -wi
+            w[i] = wi
+        total += const + factor_op(BEST, f_type[f], ctx, f, f_score[f], w, n, fs, scratch, 1.0,
+                                   buf)
     for i in range(n_vars):
         if deg[i] == 0:
             if fixed[i] >= 0:
@@ -611,55 +930,131 @@ def dual_value(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg, t
 
 
 @njit
-def evaluate_assignment(f_type, f_start, slot_var, slot_neg, f_score, f_table, tab_cfg,
-                        tab_nc, cfg_ptr, cfg_on, cfg_ok, x, factor_scores, add):
-    """Check a 0/1 assignment ``x`` against the compiled factors.
+def primal_value(ctx, theta, fs, state):
+    """``theta . u + fs . add`` plus the structure factors' fixed part scores."""
+    g = ctx.graph
+    st = ctx.structs
+    u, q, add = state.u, state.q, state.add
+    primal = 0.0
+    for i in range(u.shape[0]):
+        primal += theta[i] * u[i]
+    for i in range(add.shape[0]):
+        primal += fs[i] * add[i]
+    if st.kind.shape[0] == 0:
+        return primal
+    for f in range(g.f_type.shape[0]):
+        if g.f_type[f] == STRUCT:
+            j = g.f_aux[f]
+            s0 = g.f_start[f]
+            fixed_u = st.eta_u[st.u_ptr[j]:st.u_ptr[j + 1]]
+            for i in range(fixed_u.shape[0]):
+                if q[s0 + i] != 0.0:
+                    primal += fixed_u[i] * q[s0 + i]
+            off = g.f_score[f]
+            for a in range(st.v_ptr[j + 1] - st.v_ptr[j]):
+                if add[off + a] != 0.0:
+                    primal += st.eta_v[st.v_ptr[j] + a] * add[off + a]
+    return primal
 
-    Writes the additional marginals of pair and dense factors into ``add``
-    (for dense factors the best configuration matching ``x``) and returns
-    ``(feasible, score of the additional marginals, first violated factor)``.
+
+@njit
+def ad3_solve(data, theta, fs, fixed, flat_state, opts):
+    """The AD3 loop from ``flat_state`` (updated in place), every factor kind compiled.
+
+    ``data`` is the graph's :class:`GraphData`, ``fixed`` the value each
+    variable is fixed to (-1: free; empty: none fixed), ``flat_state`` the
+    state of :func:`split_state` and ``opts`` the options at the positions
+    ``OPT_*``. Every ``DUAL_EVERY`` iterations the dual value is computed
+    when the lower bound is finite (branch-and-bound: the loop stops once it
+    falls below, the node cannot beat the incumbent) or the gap tolerance is
+    positive (converged when within ``gap_tol``, relative, of the primal).
+    Returns ``(n_iter, converged, eta, primal, dual, primal_residual,
+    dual_residual, integral, status)``; status 1: a structure factor has no
+    structure of finite score.
     """
+    graph = data.graph
+    n_vars = graph.deg.shape[0]
+    state = split_state(flat_state, n_vars, graph.slot_var.shape[0])
+    u, q, lam, add = state.u, state.q, state.lam, state.add
+    if fixed.shape[0] == 0:
+        fixed = np.full(n_vars, -1, dtype=np.int64)
+    ctx = Context(graph, data.dense, data.structs, _work(graph, data.dense, data.structs, add))
+    deg = graph.deg
+    eta = opts[OPT_ETA]
+    adaptive = opts[OPT_ADAPTIVE] != 0.0
+    max_iter = int(opts[OPT_MAX_ITER])
+    tol = opts[OPT_TOL]
+    lower_bound = opts[OPT_LOWER_BOUND]
+    gap_tol = opts[OPT_GAP_TOL]
+    share = np.empty(n_vars)
+    for i in range(n_vars):
+        share[i] = theta[i] / deg[i] if deg[i] > 0 else 0.0
+    factor_active = np.ones(graph.f_type.shape[0], dtype=np.bool_)
+    var_active = np.ones(n_vars, dtype=np.bool_)
+    refresh = True
+    converged = False
+    primal_res = np.inf
+    dual_res = np.inf
+    t = 0
+    while t < max_iter:
+        rho = 2.0 * eta
+        local_step(ctx, share, u, lam, 1.0 / rho, fs, q, add, factor_active, var_active,
+                   refresh)
+        status = ctx.work.structs.status[0]
+        if status != 0:
+            return t, False, eta, np.nan, np.nan, primal_res, dual_res, False, status
+        primal_res, dual_res = consensus(graph, fixed, theta, state, rho, var_active,
+                                         factor_active, refresh)
+        t += 1
+        if primal_res < tol and dual_res < tol:
+            converged = True
+            break
+        if (lower_bound > -np.inf or gap_tol > 0.0) and t % DUAL_EVERY == 0:
+            bound = dual_value(ctx, theta, lam, fs, fixed)
+            if bound < lower_bound:
+                break
+            if gap_tol > 0.0:
+                primal = primal_value(ctx, theta, fs, state)
+                if abs(bound - primal) <= gap_tol * max(1.0, abs(bound)):
+                    converged = True
+                    break
+        refresh = t % DUAL_EVERY == 0
+        if adaptive and (t - 1) % ADAPT_EVERY == 0:
+            eta, changed = adapt_eta(eta, primal_res, dual_res)
+            if changed:
+                refresh = True
+    integral = True
+    for i in range(n_vars):
+        if min(abs(u[i]), abs(1.0 - u[i])) > INTEGRAL_TOL:
+            integral = False
+            break
+    return (t, converged, eta, primal_value(ctx, theta, fs, state),
+            dual_value(ctx, theta, lam, fs, fixed), primal_res, dual_res, integral, 0)
+
+
+@njit
+def evaluate_assignment(data, x, fs, add):
+    """Check a 0/1 assignment ``x`` against every factor.
+
+    Writes the additional marginals of the scored factors into ``add`` (for
+    dense factors the best configuration matching ``x``) and returns
+    ``(feasible, score of the additional marginals and of the structure
+    factors' fixed parts, first violated factor)``.
+    """
+    graph = data.graph
+    ctx = Context(graph, data.dense, data.structs, _work(graph, data.dense, data.structs, add))
+    z = ctx.work.z
+    buf = ctx.work.srt
     score = 0.0
-    for f in range(f_type.shape[0]):
-        kind = f_type[f]
-        if kind == STRUCT:
-            continue
-        s0 = f_start[f]
-        n = f_start[f + 1] - s0
-        if kind == XOR or kind == AT_MOST_ONE or kind == OR:
-            cnt = 0
-            for s in range(s0, s0 + n):
-                val = x[slot_var[s]]
-                if slot_neg[s]:
-                    val = 1 - val
-                cnt += val
-            if (kind == XOR and cnt != 1) or (kind == AT_MOST_ONE and cnt > 1) or (
-                    kind == OR and cnt < 1):
-                return False, score, f
-        elif kind == PAIR:
-            off = f_score[f]
-            z = x[slot_var[s0]] * x[slot_var[s0 + 1]]
-            add[off] = z
-            score += z * factor_scores[off]
-        else:
-            off = f_score[f]
-            t = f_table[f]
-            c0 = tab_cfg[t]
-            best = -1
-            tot = 0
-            for s in range(s0, s0 + n):
-                tot += x[slot_var[s]]
-            for c in range(tab_nc[t]):
-                add[off + c] = 0.0
-                n_on = cfg_ptr[c0 + c + 1] - cfg_ptr[c0 + c]
-                cnt = 0
-                for e in range(cfg_ptr[c0 + c], cfg_ptr[c0 + c + 1]):
-                    cnt += x[slot_var[s0 + cfg_on[e]]]
-                if cnt == n_on and tot == n_on and cfg_ok[c0 + c]:
-                    if best < 0 or factor_scores[off + c] > factor_scores[off + best]:
-                        best = c
-            if best < 0:
-                return False, score, f
-            add[off + best] = 1.0
-            score += factor_scores[off + best]
+    for f in range(graph.f_type.shape[0]):
+        s0 = graph.f_start[f]
+        n = graph.f_start[f + 1] - s0
+        for i in range(n):
+            val = float(x[graph.slot_var[s0 + i]])
+            z[i] = 1.0 - val if graph.slot_neg[s0 + i] else val
+        val = factor_op(CHECK, graph.f_type[f], ctx, f, graph.f_score[f], z, n, fs, add, 1.0,
+                        buf)
+        if val == -np.inf:
+            return False, score, f
+        score += val
     return True, score, -1

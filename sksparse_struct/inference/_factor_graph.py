@@ -22,31 +22,43 @@ from typing import NamedTuple
 import numpy as np
 
 from ..structures import Parts, Structure
-from ._ad3_fast import AT_MOST_ONE, DENSE, OR, PAIR, STRUCT, XOR
+from ._ad3_fast import (
+    AT_MOST_ONE,
+    DENSE,
+    OR,
+    PAIR,
+    STRUCT,
+    XOR,
+    DenseTables,
+    GraphArrays,
+    GraphData,
+    StructureTable,
+)
 
 __all__ = ["FactorGraph"]
 
 
 class CompiledGraph(NamedTuple):
-    """Flat arrays of a factor graph, as the kernels of ``_ad3_fast`` read them."""
+    """A factor graph as flat arrays: the kernels' named tuples, and what Python code reads.
+
+    ``arrays``, ``dense`` and ``structs`` are what the compiled solver reads
+    (see ``_ad3_fast``), ``data`` the three behind one reference, as the
+    solver takes them; the other fields repeat some of them for Python
+    readers (the HiGHS formulation, branch-and-bound) and keep the
+    structures themselves.
+    """
 
     n_variables: int
+    data: GraphData
+    arrays: GraphArrays
+    dense: DenseTables
+    structs: StructureTable
     f_type: np.ndarray
     f_start: np.ndarray
     slot_var: np.ndarray
     slot_neg: np.ndarray
     f_score: np.ndarray
     f_table: np.ndarray
-    tab_cfg: np.ndarray
-    tab_nc: np.ndarray
-    tab_gram: np.ndarray
-    cfg_ptr: np.ndarray
-    cfg_on: np.ndarray
-    cfg_ok: np.ndarray
-    gram: np.ndarray
-    v_ptr: np.ndarray
-    v_slots: np.ndarray
-    slot_factor: np.ndarray
     deg: np.ndarray
     n_scores: int
     structures: tuple  # (factor index, structure, parts, score offset, n_v)
@@ -54,7 +66,10 @@ class CompiledGraph(NamedTuple):
     masks: tuple  # their forbidden configurations
 
 
-_KIND_NAMES = {XOR: "XOR", AT_MOST_ONE: "AtMostOne", OR: "OR", PAIR: "pair", DENSE: "dense"}
+#: The factor kinds, by code (``f_type``): each is one function of
+#: ``_ad3_fast`` and one line of its table ``factor_op``.
+FACTOR_KINDS = {XOR: "XOR", AT_MOST_ONE: "AtMostOne", OR: "OR", PAIR: "pair", DENSE: "dense",
+                STRUCT: "structure"}
 
 
 class FactorGraph:
@@ -333,7 +348,10 @@ class FactorGraph:
         Parameters
         ----------
         structure : Structure
-            Any structure of :mod:`sksparse_struct.structures`.
+            A structure with a compiled MAP oracle
+            (:meth:`~sksparse_struct.structures.Structure.compiled_oracle`):
+            :class:`~sksparse_struct.structures.DependencyTree` (projective
+            or not) or :class:`~sksparse_struct.structures.Sequence`.
         variables : array-like of int
             One variable per unary part of the structure, in the order of its
             flat encoding (``structure.encode(*potentials).eta_u``); e.g. for
@@ -367,6 +385,13 @@ class FactorGraph:
                 f"potentials, got {V.shape[0]} variables.")
         if np.isnan(parts.eta_u).any() or (parts.eta_u == np.inf).any():
             raise ValueError("add_structure: the part scores must be finite or -inf.")
+        if structure.compiled_oracle(parts) is None:
+            raise ValueError(
+                f"add_structure: {type(structure).__name__} has no compiled MAP oracle "
+                "(Structure.compiled_oracle), which the factor-graph solvers run on; "
+                "DependencyTree and Sequence have one. A one-of-K choice is add_xor, "
+                "at most one is add_at_most_one, and a small structure can be listed "
+                "with add_dense.")
         n_v = parts.eta_v.shape[0]
         offset = self._n_scores
         self._sizes.append(n_v)
@@ -416,38 +441,74 @@ class FactorGraph:
         slot_neg = cat(sneg, np.bool_)
         f_score = cat(fscore, np.int64)
         f_table = cat(ftable, np.int64)
+        f_aux = f_table.copy()
+        f_aux[n_block_factors:] = np.arange(len(structures), dtype=np.int64)
         slot_factor = np.repeat(np.arange(f_type.shape[0], dtype=np.int64), sizes)
         deg = np.bincount(slot_var, minlength=self.n_variables).astype(np.int64)
         v_slots = np.argsort(slot_var, kind="stable").astype(np.int64)
         v_ptr = np.concatenate([[0], np.cumsum(deg)]).astype(np.int64)
-        # Dense tables: sparse "on" positions per configuration and Gram matrices.
-        tab_cfg, tab_nc, tab_gram, cfg_ptr, cfg_on, gram = [], [], [], [0], [], []
-        n_cfg = 0
-        n_gram = 0
-        for C in self._tables:
-            tab_cfg.append(n_cfg)
-            tab_nc.append(C.shape[0])
-            tab_gram.append(n_gram)
-            for row in C:
-                on = np.flatnonzero(row)
-                cfg_on.extend(on.tolist())
-                cfg_ptr.append(cfg_ptr[-1] + on.shape[0])
-            Cf = C.astype(np.float64)
-            gram.append((Cf @ Cf.T).ravel())
-            n_cfg += C.shape[0]
-            n_gram += C.shape[0] ** 2
+        arrays = GraphArrays(f_type, f_start, slot_var, slot_neg, f_score, f_aux, v_ptr,
+                             v_slots, slot_factor, deg)
+        dense = self._dense_tables()
+        structs = _structure_table(self._structures)
         return CompiledGraph(
-            n_variables=self.n_variables, f_type=f_type, f_start=f_start, slot_var=slot_var,
-            slot_neg=slot_neg, f_score=f_score, f_table=f_table,
-            tab_cfg=np.asarray(tab_cfg, dtype=np.int64),
-            tab_nc=np.asarray(tab_nc, dtype=np.int64),
-            tab_gram=np.asarray(tab_gram, dtype=np.int64),
-            cfg_ptr=np.asarray(cfg_ptr, dtype=np.int64),
-            cfg_on=np.asarray(cfg_on, dtype=np.int64),
-            cfg_ok=(~np.concatenate(self._masks) if self._masks
-                    else np.zeros(0, dtype=np.bool_)),
-            gram=cat(gram, np.float64) if gram else np.zeros(0),
-            v_ptr=v_ptr, v_slots=v_slots, slot_factor=slot_factor, deg=deg,
+            n_variables=self.n_variables, data=GraphData(arrays, dense, structs), arrays=arrays,
+            dense=dense, structs=structs, f_type=f_type, f_start=f_start,
+            slot_var=slot_var, slot_neg=slot_neg, f_score=f_score, f_table=f_table, deg=deg,
             n_scores=self._n_scores, structures=tuple(structures),
             tables=tuple(self._tables), masks=tuple(self._masks),
         )
+
+    def _dense_tables(self):
+        """Each configuration's sorted "on" positions (no Gram matrix: it is n_c^2)."""
+        tab_cfg, tab_nc, cfg_ptr, cfg_on = [], [], [np.zeros(1, dtype=np.int64)], []
+        n_cfg = 0
+        n_on = 0
+        for C in self._tables:
+            tab_cfg.append(n_cfg)
+            tab_nc.append(C.shape[0])
+            rows, cols = np.nonzero(C)
+            cfg_on.append(cols.astype(np.int64))
+            cfg_ptr.append(n_on + np.cumsum(np.bincount(rows, minlength=C.shape[0])))
+            n_cfg += C.shape[0]
+            n_on += cols.shape[0]
+        return DenseTables(
+            tab_cfg=np.asarray(tab_cfg, dtype=np.int64),
+            tab_nc=np.asarray(tab_nc, dtype=np.int64),
+            cfg_ptr=np.concatenate(cfg_ptr).astype(np.int64),
+            cfg_on=(np.concatenate(cfg_on).astype(np.int64) if cfg_on
+                    else np.zeros(0, dtype=np.int64)),
+            cfg_ok=(~np.concatenate(self._masks) if self._masks
+                    else np.zeros(0, dtype=np.bool_)),
+        )
+
+
+def _structure_table(structures):
+    """The structure factors' compiled oracles, fixed scores and active-set limits."""
+    from ._sparsemap import _METHOD_DEFAULTS, _active_set_max_iter
+
+    tol = _METHOD_DEFAULTS["active_set"][1]
+    kind, n, K, root, max_iter, eta_u, eta_v = [], [], [], [], [], [], []
+    for structure, _, parts, _, _ in structures:
+        spec = structure.compiled_oracle(parts)
+        kind.append(spec.kind)
+        n.append(spec.n)
+        K.append(spec.K)
+        root.append(spec.single_root)
+        max_iter.append(_active_set_max_iter(spec.n))
+        eta_u.append(parts.eta_u)
+        eta_v.append(parts.eta_v)
+
+    def ptr(arrays):
+        return np.concatenate([[0], np.cumsum([a.shape[0] for a in arrays])]).astype(np.int64)
+
+    def cat(arrays):
+        return np.ascontiguousarray(np.concatenate(arrays)) if arrays else np.zeros(0)
+
+    return StructureTable(
+        kind=np.asarray(kind, dtype=np.int64), n=np.asarray(n, dtype=np.int64),
+        K=np.asarray(K, dtype=np.int64), single_root=np.asarray(root, dtype=np.bool_),
+        eta_u=cat(eta_u), u_ptr=ptr(eta_u), eta_v=cat(eta_v), v_ptr=ptr(eta_v),
+        max_iter=np.asarray(max_iter, dtype=np.int64),
+        tol=np.full(len(structures), tol),
+    )

@@ -24,6 +24,7 @@ structure's nonzeros.
 
 import numpy as np
 
+from ..structures._base import ORACLE_PROJECTIVE_TREE, ORACLE_SEQUENCE, ORACLE_TREE
 from ..structures._nonprojective_fast import chu_liu_edmonds_parts_ws, cle_workspace
 from ..structures._projective_fast import eisner_parts_ws, eisner_workspace
 from ..structures._sequence_fast import viterbi
@@ -297,9 +298,10 @@ def _grow_square(A, cap):
 # kind (:func:`_active_set_kernel`), with the kind a constant, so numba
 # prunes the other kinds' branches and each kernel compiles only its own
 # oracle.
-_TREE = 0
-_SEQUENCE = 1
-_PTREE = 2
+_TREE = ORACLE_TREE
+_SEQUENCE = ORACLE_SEQUENCE
+_PTREE = ORACLE_PROJECTIVE_TREE
+_ANY = -1
 
 
 @njit(internal=True)
@@ -372,90 +374,107 @@ def _oracle(kind, scores, eta_v, n, K, single_root, row, m, nv, work, f_mat, i_m
     return _sequence_oracle(scores, eta_v.reshape(K, K), n, K, row, m, nv)
 
 
+@njit
+def active_set_workspace(kind, n, n_u, n_v):
+    """Work arrays of the compiled active set for one structure of ``kind``.
+
+    A tuple: the support (``IDX, VAL, nnz, N, B, theta, p, coef, H``, with
+    room for 16 structures; the solver grows them) then the oracle's work
+    arrays. Callers solving many problems of one size (AD3's structure
+    factors) keep it, and with it the support, from one solve to the next.
+    """
+    # Rows of H, size of the arc score matrix, of the Chu-Liu-Edmonds and of
+    # Eisner's workspaces (0: not used by this kind).
+    if kind == _TREE:
+        n_row, n_mat, n_cle, n_eis = n + 1, n + 1, n + 1, 0
+    elif kind == _PTREE:
+        n_row, n_mat, n_cle, n_eis = n + 1, n + 1, 0, n + 1
+    else:
+        n_row, n_mat, n_cle, n_eis = n, 0, 0, 0
+    cap = 16
+    # Unary rows, sparse: a tree (n arcs) and a label sequence (n labels) use
+    # exactly n parts each, so rows of width n never need to grow.
+    width = max(n, 1)
+    f_mat, i_mat, i_vec, b_vec, f_vec = cle_workspace(n_cle)
+    e_f_mat, e_i_mat, e_stack = eisner_workspace(n_eis)
+    return (np.zeros((cap, width), dtype=np.int64), np.zeros((cap, width)), np.zeros(cap, dtype=np.int64),
+            np.zeros((cap, n_v)), np.zeros((cap + 1, cap + 1)), np.zeros(cap), np.zeros(cap),
+            np.zeros(cap), np.zeros((cap, n_row), dtype=np.int64),
+            np.zeros(n_row, dtype=np.int64), np.zeros(n_u), np.zeros(n_v), np.empty(n_u),
+            np.zeros(n_u), np.empty(n_row, dtype=np.int64), np.empty((n_mat, n_mat)),
+            f_mat, i_mat, i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack)
+
+
 def _active_set_kernel(kind):
     """The whole active-set solver (thesis Alg. 1), compiled for one structure ``kind``.
 
-    The compiled twin of ``_solve_active_set`` started from the MAP: the
-    same steps in the same order, without a Python round trip per iteration
-    (which costs more than the oracle itself on sentences of tens of words).
-    ``kind`` is ``_TREE`` (non-projective trees on ``n`` words,
-    Chu-Liu-Edmonds; ``eta_v`` empty, ``K`` unused), ``_PTREE`` (projective
-    trees, Eisner; likewise) or ``_SEQUENCE`` (chains of ``n`` positions and
-    ``K`` labels, Viterbi; ``eta_v`` the flat transitions). Structures are
-    identified by their rows in ``H`` (heads or labels), equivalent to
-    comparing their indicator vectors.
+    The compiled twin of ``_solve_active_set``: the same steps in the same
+    order, without a Python round trip per iteration (which costs more than
+    the oracle itself on sentences of tens of words). ``kind`` is ``_TREE``
+    (non-projective trees on ``n`` words, Chu-Liu-Edmonds; ``eta_v`` empty,
+    ``K`` unused), ``_PTREE`` (projective trees, Eisner; likewise),
+    ``_SEQUENCE`` (chains of ``n`` positions and ``K`` labels, Viterbi;
+    ``eta_v`` the flat transitions) or ``_ANY`` (the kind is the argument
+    ``rt_kind``: one kernel for every kind, for AD3's structure factors).
+    Structures are identified by their rows in ``H`` (heads or labels),
+    equivalent to comparing their indicator vectors.
 
     The kernel is called as ``kernel(eta_u, eta_v, n, K, single_root,
-    max_iter, tol, dep_tol)`` and returns the support arrays (``IDX, VAL,
-    nnz``: the sparse unary rows; ``N, H, theta, p``; ``k`` rows in use),
-    ``n_iter``, the gap, whether it converged, and a status: 0 solved, 1 no
-    structure has a finite score, 2 the MAP structure's score is not finite
-    (the sum overflows).
+    max_iter, tol, dep_tol, rt_kind, ws, k)`` with ``ws`` a workspace of
+    :func:`active_set_workspace`. With ``k = 0`` it starts from the MAP;
+    with ``k > 0`` from the first ``k`` structures of ``ws`` and their
+    probabilities (a warm start: their scores are recomputed, the KKT
+    inverse depends on their indicators only). It returns the workspace
+    (grown if the support outgrew it), the support size ``k``, ``n_iter``,
+    the gap, whether it converged, and a status: 0 solved, 1 no structure
+    has a finite score, 2 the MAP structure's score is not finite (the sum
+    overflows).
 
     ``kind`` is a constant of the closure, so numba compiles only that
-    kind's oracle and workspaces. A closure rather than an inlined body: the
-    inliner copies the whole body's IR at every call, which cost more compile
-    time than the body's own typing.
+    kind's oracle. A closure rather than an inlined body: the inliner copies
+    the whole body's IR at every call, which cost more compile time than the
+    body's own typing.
     """
 
     @njit
-    def active_set(eta_u, eta_v, n, K, single_root, max_iter, tol, dep_tol):
+    def solve(eta_u, eta_v, n, K, single_root, max_iter, tol, dep_tol, rt_kind, ws, k):
+        (IDX, VAL, nnz, N, B, theta, p, coef, H, row, m, nv, w, u, dropped, work, f_mat, i_mat,
+         i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack) = ws
         n_u = eta_u.shape[0]
         n_v = eta_v.shape[0]
-        # Rows of H, size of the arc score matrix, of the Chu-Liu-Edmonds and of
-        # Eisner's workspaces (0: not used by this kind).
-        if kind == _TREE:
-            n_row = n + 1
-            n_mat = n + 1
-            n_cle = n + 1
-            n_eis = 0
-        elif kind == _PTREE:
-            n_row = n + 1
-            n_mat = n + 1
-            n_cle = 0
-            n_eis = n + 1
-        else:
-            n_row = n
-            n_mat = 0
-            n_cle = 0
-            n_eis = 0
-        cap = 16
-        # Unary rows, sparse: a tree (n arcs) and a label sequence (n labels) use
-        # exactly n parts each, so rows of width n never need to grow.
-        width = max(n, 1)
-        IDX = np.zeros((cap, width), dtype=np.int64)
-        VAL = np.zeros((cap, width))
-        N = np.zeros((cap, n_v))
-        nnz = np.zeros(cap, dtype=np.int64)
-        B = np.zeros((cap + 1, cap + 1))
-        theta = np.zeros(cap)
-        p = np.zeros(cap)
-        coef = np.zeros(cap)
-        H = np.zeros((cap, n_row), dtype=np.int64)
-        row = np.zeros(n_row, dtype=np.int64)
-        m = np.zeros(n_u)
-        nv = np.zeros(n_v)
-        w = np.empty(n_u)
-        u = np.zeros(n_u)
-        dropped = np.empty(n_row, dtype=np.int64)
-        # The oracles' work arrays, allocated once for every oracle call.
-        work = np.empty((n_mat, n_mat))
-        f_mat, i_mat, i_vec, b_vec, f_vec = cle_workspace(n_cle)
-        e_f_mat, e_i_mat, e_stack = eisner_workspace(n_eis)
+        n_row = H.shape[1]
+        cap = IDX.shape[0]
         has_dropped = False
-        if not _oracle(kind, eta_u, eta_v, n, K, single_root, row, m, nv, work, f_mat, i_mat,
-                       i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack):
-            return IDX, VAL, nnz, N, H, theta, p, 0, 0, np.inf, False, 1
-        k = 0
-        # As _vertex: unary then higher-order parts, never 0 * -inf.
-        th = masked_dot(eta_u, m) + masked_dot(eta_v, nv)
-        if not np.isfinite(th):
-            return IDX, VAL, nnz, N, H, theta, p, 0, 0, np.inf, False, 2
-        prob = 1.0
         gap = np.inf
         converged = False
         n_iter = 0
-        first = True
+        prob = 1.0
+        first = k == 0
+        if first:
+            if kind == _ANY:
+                ok = _oracle(rt_kind, eta_u, eta_v, n, K, single_root, row, m, nv, work, f_mat,
+                             i_mat, i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack)
+            else:
+                ok = _oracle(kind, eta_u, eta_v, n, K, single_root, row, m, nv, work, f_mat,
+                             i_mat, i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack)
+            if not ok:
+                return ws, 0, 0, np.inf, False, 1
+            # As _vertex: unary then higher-order parts, never 0 * -inf.
+            th = masked_dot(eta_u, m) + masked_dot(eta_v, nv)
+            if not np.isfinite(th):
+                return ws, 0, 0, np.inf, False, 2
+        else:
+            # Warm start: the support's scores under the new potentials.
+            for i in range(k):
+                s = 0.0
+                for t in range(nnz[i]):
+                    s += eta_u[IDX[i, t]] * VAL[i, t]
+                hv = 0.0
+                for a in range(n_v):
+                    if N[i, a] != 0.0:
+                        hv += eta_v[a] * N[i, a]
+                theta[i] = s + hv
+            th = 0.0
         while True:
             if not first:
                 if n_iter == max_iter:
@@ -475,10 +494,17 @@ def _active_set_kernel(kind):
                 k = _remove_nonpositive(IDX, VAL, nnz, N, B, theta, p, H, k)
                 for a in range(n_u):
                     w[a] = eta_u[a] - u[a]
-                if not _oracle(kind, w, eta_v, n, K, single_root, row, m, nv, work, f_mat,
-                               i_mat, i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack):
+                if kind == _ANY:
+                    ok = _oracle(rt_kind, w, eta_v, n, K, single_root, row, m, nv, work, f_mat,
+                                 i_mat, i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack)
+                else:
+                    ok = _oracle(kind, w, eta_v, n, K, single_root, row, m, nv, work, f_mat,
+                                 i_mat, i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack)
+                if not ok:
                     # Only if sums of huge scores overflow; the generic loop raises.
-                    return IDX, VAL, nnz, N, H, theta, p, k, n_iter, gap, False, 1
+                    ws = (IDX, VAL, nnz, N, B, theta, p, coef, H, row, m, nv, w, u, dropped,
+                          work, f_mat, i_mat, i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack)
+                    return ws, k, n_iter, gap, False, 1
                 # The same operations, in the same order, as _vertex and
                 # _linear_gap.
                 th = masked_dot(eta_u, m) + masked_dot(eta_v, nv)
@@ -502,7 +528,6 @@ def _active_set_kernel(kind):
                     break
                 has_dropped = False
                 prob = 0.0
-            first = False
             # Add the structure, pivoting out dependent ones (see _add_active).
             while True:
                 if k == IDX.shape[0]:
@@ -538,21 +563,33 @@ def _active_set_kernel(kind):
                 p[j] = 0.0
                 prob += t_min
                 k = _remove_nonpositive(IDX, VAL, nnz, N, B, theta, p, H, k)
-            if n_iter == 0:
+            if first:
                 # Normalise the starting distribution (a single structure).
                 s = 0.0
                 for i in range(k):
                     s += p[i]
                 for i in range(k):
                     p[i] /= s
-        return IDX, VAL, nnz, N, H, theta, p, k, n_iter, gap, converged, 0
+            first = False
+        ws = (IDX, VAL, nnz, N, B, theta, p, coef, H, row, m, nv, w, u, dropped, work, f_mat,
+              i_mat, i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack)
+        return ws, k, n_iter, gap, converged, 0
 
-    return active_set
+    @njit
+    def active_set(eta_u, eta_v, n, K, single_root, max_iter, tol, dep_tol):
+        ws = active_set_workspace(kind, n, eta_u.shape[0], eta_v.shape[0])
+        ws, k, n_iter, gap, converged, status = solve(eta_u, eta_v, n, K, single_root,
+                                                      max_iter, tol, dep_tol, kind, ws, 0)
+        return ws[0], ws[1], ws[2], ws[3], ws[8], ws[5], ws[6], k, n_iter, gap, converged, status
+
+    return solve, active_set
 
 
-_active_set_tree = _active_set_kernel(_TREE)
-_active_set_projective_tree = _active_set_kernel(_PTREE)
-_active_set_sequence = _active_set_kernel(_SEQUENCE)
+_, _active_set_tree = _active_set_kernel(_TREE)
+_, _active_set_projective_tree = _active_set_kernel(_PTREE)
+_, _active_set_sequence = _active_set_kernel(_SEQUENCE)
+# One kernel for every kind, the kind an argument: AD3's structure factors.
+active_set_any, _ = _active_set_kernel(_ANY)
 _NO_TRANSITIONS = np.zeros(0)
 
 

@@ -5,7 +5,7 @@ for how to add your own), which is all that SparseMAP
 (:mod:`sksparse_struct.inference`) and the structured losses rely on.
 """
 
-from ._base import Parts, Structure, UnaryStructure
+from ._base import CompiledOracle, Parts, Structure, UnaryStructure
 from ._budget import Budget
 from ._matching import Matching
 from ._sequence import Sequence
@@ -14,6 +14,7 @@ from ._xor import XOR
 
 __all__ = [
     "Budget",
+    "CompiledOracle",
     "DependencyTree",
     "Matching",
     "Parts",

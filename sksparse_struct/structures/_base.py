@@ -53,13 +53,45 @@ Structures with higher-order parts implement the four methods of
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..utils._validation import check_scores
 
-__all__ = ["Parts", "Structure", "UnaryStructure", "check_part_scores", "dot_masked"]
+__all__ = ["CompiledOracle", "Parts", "Structure", "UnaryStructure", "check_part_scores",
+           "dot_masked"]
+
+# Oracles the compiled solvers can call (``CompiledOracle.kind``); their code
+# is ``_oracle`` in ``inference/_sparsemap_fast.py``.
+ORACLE_TREE = 0
+ORACLE_SEQUENCE = 1
+ORACLE_PROJECTIVE_TREE = 2
+
+
+class CompiledOracle(NamedTuple):
+    """How compiled code calls a structure's MAP oracle (:meth:`Structure.compiled_oracle`).
+
+    Attributes
+    ----------
+    kind : int
+        Which compiled oracle: ``ORACLE_TREE`` (Chu-Liu-Edmonds on ``n``
+        words, the ``n * n`` arc scores of :class:`DependencyTree`),
+        ``ORACLE_PROJECTIVE_TREE`` (Eisner, likewise) or ``ORACLE_SEQUENCE``
+        (Viterbi on ``n`` positions and ``K`` labels, the flat unary scores
+        and ``K * K`` transitions of :class:`Sequence`).
+    n : int
+        Size of the instance (words, positions).
+    K : int
+        Number of labels (sequences; 0 otherwise).
+    single_root : bool
+        Trees: whether the root has exactly one child.
+    """
+
+    kind: int
+    n: int
+    K: int = 0
+    single_root: bool = False
 
 
 @dataclass(frozen=True)
@@ -165,6 +197,19 @@ class Structure(ABC):
             d_flat[i] = column @ target
             unit[i] = 0.0
         return d_flat[:n_u], d_flat[n_u:]
+
+    def compiled_oracle(self, parts):
+        """The structure's MAP oracle as compiled solvers call it, or None.
+
+        SparseMAP's compiled active set and AD3's structure factors run
+        entirely in compiled code when the structure returns a
+        :class:`CompiledOracle` for the instance ``parts``; otherwise they
+        call :meth:`oracle` from Python (slower, same results). The default
+        is None. A subclass that overrides :meth:`oracle` must override this
+        too (the built-in structures return None for subclasses that
+        override their oracle).
+        """
+        return None
 
     def map(self, *potentials):
         """The highest-scoring structure."""

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..utils._validation import as_real_array
 
-from ._base import Parts, Structure
+from ._base import ORACLE_SEQUENCE, CompiledOracle, Parts, Structure
 from ._sequence_fast import first_dead_position, forward_backward, marginals_vjp, viterbi
 
 __all__ = ["Sequence", "kernel_inputs", "raise_infeasible"]
@@ -155,6 +155,13 @@ class Sequence(Structure):
             eta_u[row] += scores  # finite or -inf: never -inf + inf
         context = (n, K, start is not None, end is not None)
         return Parts(eta_u.ravel(), transitions.ravel().copy(), context)
+
+    def compiled_oracle(self, parts):
+        """Viterbi, compiled (see :meth:`Structure.compiled_oracle`)."""
+        if type(self).oracle is not Sequence.oracle:
+            return None
+        n, K = parts.context[:2]
+        return CompiledOracle(ORACLE_SEQUENCE, int(n), int(K))
 
     def oracle(self, parts, eta_u, eta_v):
         """Viterbi on flat scores; see :meth:`map` for the tie-breaking rule."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..utils._validation import as_real_array
 
-from ._base import Parts, Structure
+from ._base import ORACLE_PROJECTIVE_TREE, ORACLE_TREE, CompiledOracle, Parts, Structure
 from ._nonprojective_fast import (
     chu_liu_edmonds,
     chu_liu_edmonds_parts,
@@ -403,6 +403,14 @@ class DependencyTree(Structure):
         scores = _check_arc_scores(scores)
         n = scores.shape[0] - 1
         return Parts(np.ascontiguousarray(scores[_arc_index(n)]), np.zeros(0), n)
+
+    def compiled_oracle(self, parts):
+        """Chu-Liu-Edmonds or Eisner, compiled (see :meth:`Structure.compiled_oracle`)."""
+        if type(self).oracle is not DependencyTree.oracle:
+            return None
+        projective, single_root = tree_options(self)
+        kind = ORACLE_PROJECTIVE_TREE if projective else ORACLE_TREE
+        return CompiledOracle(kind, int(parts.context), 0, single_root)
 
     def oracle(self, parts, eta_u, eta_v):
         n = parts.context

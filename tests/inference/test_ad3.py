@@ -16,8 +16,8 @@ from sksparse_struct.inference import (
     highs_lp,
     milp_map,
 )
-from sksparse_struct.inference._ad3 import _kernel_args, evaluate
-from sksparse_struct.inference._ad3_fast import dense_workspace, pair_qp, solve_local
+from sksparse_struct.inference._ad3 import evaluate
+from sksparse_struct.inference._ad3_fast import Context, _work, local_step, pair_qp
 from sksparse_struct.structures import DependencyTree
 
 from ._factor_graphs import KINDS, brute_force, random_graph, random_scores
@@ -120,12 +120,10 @@ def _local_solution(fg, z, fs):
     n_slots = cg.slot_var.shape[0]
     q = np.zeros(n_slots)
     add = np.zeros(cg.n_scores)
-    f_dense, dS, dk, dB, ws = dense_workspace(cg.f_type, cg.f_start, cg.f_score, cg.f_table,
-                                              cg.tab_nc, cg.tab_gram, cg.gram, add)
-    solve_local(*_kernel_args(cg), np.zeros(cg.n_variables), np.asarray(z, float),
-                np.zeros(n_slots), 1.0, np.asarray(fs, float), q, add,
-                np.ones(cg.f_type.shape[0], bool), np.ones(cg.n_variables, bool), True,
-                f_dense, dS, dk, dB, *ws)
+    ctx = Context(cg.arrays, cg.dense, cg.structs, _work(cg.arrays, cg.dense, cg.structs, add))
+    local_step(ctx, np.zeros(cg.n_variables), np.asarray(z, float), np.zeros(n_slots), 1.0,
+               np.asarray(fs, float), q, add, np.ones(cg.f_type.shape[0], bool),
+               np.ones(cg.n_variables, bool), True)
     return q, add
 
 
@@ -267,16 +265,41 @@ def test_tree_factor_forbidden_parts():
     assert ad3(fg, theta).primal == pytest.approx(highs_lp(fg, theta).primal, abs=1e-5)
 
 
-def test_other_structures_not_in_highs():
+def test_structures_without_compiled_oracle_are_refused():
     from sksparse_struct.structures import XOR
 
     fg = FactorGraph(3)
-    fg.add_structure(XOR(), [0, 1, 2], np.zeros(3))
-    theta = np.array([0.1, 0.5, 0.2])
-    with pytest.raises(NotImplementedError, match="ad3"):
-        highs_lp(fg, theta)
-    res = ad3(fg, theta)
-    np.testing.assert_allclose(res.variables, [0, 1, 0], atol=1e-6)
+    with pytest.raises(ValueError, match="no compiled MAP oracle.*add_xor"):
+        fg.add_structure(XOR(), [0, 1, 2], np.zeros(3))
+
+
+def test_sequence_factor_lp_and_map():
+    """A Sequence factor (Viterbi compiled in the loop) against HiGHS and brute force."""
+    from sksparse_struct.structures import Sequence
+
+    rng = np.random.default_rng(3)
+    n, K = 3, 2
+    fg = FactorGraph(n * K + 1)
+    fg.add_structure(Sequence(), np.arange(n * K), np.zeros((n, K)), np.zeros((K, K)))
+    fg.add_pair(0, n * K)
+    fg.add_implication([n * K], 3)
+    for _ in range(3):
+        theta, fs = random_scores(rng, fg, 1.5)
+        fs = np.concatenate([rng.normal(size=K * K), fs[K * K:]])
+        trans = fs[:K * K].reshape(K, K)
+        best = -np.inf
+        for labels in itertools.product(range(K), repeat=n):
+            for extra in (0, 1):
+                if extra and labels[1] != 1:  # the implication extra => (position 1 = label 1)
+                    continue
+                score = sum(theta[i * K + y] for i, y in enumerate(labels))
+                score += sum(trans[a, b] for a, b in zip(labels, labels[1:]))
+                score += extra * (theta[n * K] + fs[K * K] * (labels[0] == 0))
+                best = max(best, score)
+        res = ad3(fg, theta, fs, tol=1e-9, max_iter=50000)
+        assert res.dual >= best - 1e-6
+        assert res.primal <= res.dual + 1e-6
+        assert ad3_map(fg, theta, fs).objective == pytest.approx(best, abs=1e-8)
 
 
 # -- invariants and warm starts -----------------------------------------------
