@@ -93,3 +93,14 @@ def all_trees(n, projective, single_root):
             continue
         trees.append(np.array(heads, dtype=np.int64))
     return trees
+
+
+def compiled_kind(structure, method="active_set", init=None):
+    """The oracle kind SparseMAP's compiled loop would run for ``structure``, or None."""
+    import sksparse_struct.inference._sparsemap as sm
+    from sksparse_struct.structures import Sequence
+
+    potentials = ((np.zeros((2, 2)), np.zeros((2, 2))) if isinstance(structure, Sequence)
+                  else (np.zeros((3, 3)),))
+    spec = sm._compiled_oracle(structure, structure.encode(*potentials), method, init)
+    return None if spec is None else spec.kind

@@ -21,9 +21,10 @@ oracle call plus two kernel calls. Every solver stores the support's indicator
 vectors as sparse rows (the parts a structure uses and their values), and
 computes what it needs from them (inner products, the posterior) over their
 nonzeros: a tree on ``n`` words costs ``O(n)``, not ``O(n^2)``, and a result
-keeps its support as a ``scipy.sparse`` matrix. For
-:class:`~sksparse_struct.structures.DependencyTree` and for
-:class:`~sksparse_struct.structures.Sequence` (no warm start) the whole
+keeps its support as a ``scipy.sparse`` matrix. For structures with a
+compiled oracle (:meth:`~sksparse_struct.structures.Structure.compiled_oracle`:
+:class:`~sksparse_struct.structures.DependencyTree` and
+:class:`~sksparse_struct.structures.Sequence`), without a warm start, the whole
 active-set loop runs in one compiled call (``active_set_tree`` with
 Chu-Liu-Edmonds, ``active_set_projective_tree`` with Eisner,
 ``active_set_sequence`` with Viterbi as the oracle), taking
@@ -39,11 +40,12 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
-from ..structures import DependencyTree, Parts, Sequence, Structure
+from ..structures import Parts, Structure
+from ..structures._base import ORACLE_PROJECTIVE_TREE, ORACLE_SEQUENCE
 from ..structures._projective import no_projective_tree_error
 from ..structures._sequence import kernel_inputs as sequence_kernel_inputs
 from ..structures._sequence import raise_infeasible as raise_no_sequence
-from ..structures._tree import no_tree_error, tree_options
+from ..structures._tree import no_tree_error
 from ..utils._reporting import warn
 from ..utils._validation import check_positive_scalar
 from ._sparsemap_fast import (
@@ -580,46 +582,37 @@ def _solve_active_set(structure, parts, start, max_iter, tol):
     return support, n_iter, gap, converged
 
 
-def _solve_active_set_tree(structure, parts, max_iter, tol):
-    """``_solve_active_set`` from the MAP, compiled whole for dependency trees.
+def _solve_compiled(structure, parts, spec, max_iter, tol):
+    """``_solve_active_set`` from the MAP, compiled whole (``spec``: the structure's
+    :class:`~sksparse_struct.structures.CompiledOracle`).
 
     Same steps and stopping rules as the generic loop (which stays the
     reference, and serves warm starts); the per-iteration Python calls cost
-    more than the oracle on trees of tens of words. The kernel follows
-    ``structure.projective``: Eisner or Chu-Liu-Edmonds as the oracle.
+    more than the oracle on trees of tens of words. Trees run
+    Chu-Liu-Edmonds or Eisner (``active_set_tree``,
+    ``active_set_projective_tree``), sequences Viterbi
+    (``active_set_sequence``).
     """
-    projective, single_root = tree_options(structure)
-    kernel = active_set_projective_tree if projective else active_set_tree
-    IDX, VAL, nnz, H, theta, p, k, n_iter, gap, converged, status = kernel(
-        parts.eta_u, parts.context, np.bool_(single_root), max_iter, tol, _DEPENDENT_TOL
-    )
-    if status == 1:
-        if projective:
-            raise no_projective_tree_error(single_root)
-        raise no_tree_error(single_root)
+    if spec.kind == ORACLE_SEQUENCE:
+        unary, trans = sequence_kernel_inputs(parts, parts.eta_u, parts.eta_v)
+        IDX, VAL, nnz, N, values, theta, p, k, n_iter, gap, converged, status = (
+            active_set_sequence(unary, trans, max_iter, tol, _DEPENDENT_TOL))
+        if status == 1:
+            raise_no_sequence(unary, trans)
+    else:
+        projective = spec.kind == ORACLE_PROJECTIVE_TREE
+        kernel = active_set_projective_tree if projective else active_set_tree
+        IDX, VAL, nnz, values, theta, p, k, n_iter, gap, converged, status = kernel(
+            parts.eta_u, spec.n, np.bool_(spec.single_root), max_iter, tol, _DEPENDENT_TOL
+        )
+        N = np.zeros((IDX.shape[0], 0))
+        if status == 1:
+            if projective:
+                raise no_projective_tree_error(spec.single_root)
+            raise no_tree_error(spec.single_root)
     if status == 2:
         raise _all_forbidden_error(structure)
-    support = _compiled_support(
-        IDX, VAL, nnz, np.zeros((IDX.shape[0], 0)), H, theta, p, k, parts.eta_u.shape[0]
-    )
-    return support, n_iter, gap, converged
-
-
-def _solve_active_set_sequence(structure, parts, max_iter, tol):
-    """``_solve_active_set`` from the MAP, compiled whole for :class:`Sequence`.
-
-    Same steps and stopping rules as the generic loop, with Viterbi as the
-    oracle (``active_set_sequence``).
-    """
-    unary, trans = sequence_kernel_inputs(parts, parts.eta_u, parts.eta_v)
-    IDX, VAL, nnz, N, Y, theta, p, k, n_iter, gap, converged, status = active_set_sequence(
-        unary, trans, max_iter, tol, _DEPENDENT_TOL
-    )
-    if status == 1:
-        raise_no_sequence(unary, trans)
-    if status == 2:
-        raise _all_forbidden_error(structure)
-    support = _compiled_support(IDX, VAL, nnz, N, Y, theta, p, k, parts.eta_u.shape[0])
+    support = _compiled_support(IDX, VAL, nnz, N, values, theta, p, k, parts.eta_u.shape[0])
     return support, n_iter, gap, converged
 
 
@@ -638,28 +631,16 @@ def _compiled_support(IDX, VAL, nnz, N, values, theta, p, k, n_u):
     return support
 
 
-def _fast_tree(structure, method, init):
-    return (
-        method == "active_set"
-        and init is None
-        and type(structure) is DependencyTree
-        and not tree_options(structure)[0]
-    )
+def _compiled_oracle(structure, parts, method, init):
+    """The structure's compiled oracle when the compiled active set applies, else None.
 
-
-def _fast_projective_tree(structure, method, init):
-    # Apart from _fast_tree so that tests can force either tree kind onto the
-    # generic loop.
-    return (
-        method == "active_set"
-        and init is None
-        and type(structure) is DependencyTree
-        and tree_options(structure)[0]
-    )
-
-
-def _fast_sequence(structure, method, init):
-    return method == "active_set" and init is None and type(structure) is Sequence
+    The compiled loop starts from the MAP: the active set without a warm
+    start, on a structure that offers :meth:`~sksparse_struct.structures.
+    Structure.compiled_oracle`. (Tests patch this to force the generic loop.)
+    """
+    if method != "active_set" or init is not None:
+        return None
+    return structure.compiled_oracle(parts)
 
 
 def _solve_conditional_gradient(structure, parts, start, max_iter, tol, variant):
@@ -990,18 +971,12 @@ def _check_parts(structure, parts):
 
 def _solve(structure, parts, method, max_iter, tol, init, caller):
     """The solvers behind :func:`sparsemap` and :func:`sparsemap_parts`."""
-    if _fast_tree(structure, method, init) or _fast_projective_tree(structure, method, init):
+    spec = _compiled_oracle(structure, parts, method, init)
+    if spec is not None:
         if max_iter is None:
-            max_iter = _active_set_max_iter(parts.context)  # a tree uses n arcs
-        support, n_iter, gap, converged = _solve_active_set_tree(
-            structure, parts, max_iter, tol
-        )
-    elif _fast_sequence(structure, method, init):
-        if max_iter is None:
-            max_iter = _active_set_max_iter(parts.context[0])  # one label per position
-        support, n_iter, gap, converged = _solve_active_set_sequence(
-            structure, parts, max_iter, tol
-        )
+            # a tree uses n arcs, a sequence one label per position
+            max_iter = _active_set_max_iter(spec.n)
+        support, n_iter, gap, converged = _solve_compiled(structure, parts, spec, max_iter, tol)
     elif method == "active_set":
         start = _initial_vertices(structure, parts, init)
         if max_iter is None:

@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize, nnls
 from sklearn.exceptions import ConvergenceWarning
 
+from sksparse_struct.structures._base import ORACLE_PROJECTIVE_TREE
+from tests._helpers import compiled_kind
 import sksparse_struct.inference._sparsemap as sm
 from sksparse_struct.inference import sparsemap
 from sksparse_struct.inference._sparsemap_fast import (
@@ -29,10 +31,10 @@ from sksparse_struct.structures import DependencyTree
 
 
 def _both(monkeypatch, tree, scores, **kwargs):
-    assert sm._fast_projective_tree(tree, "active_set", None)
+    assert compiled_kind(tree, "active_set", None) == ORACLE_PROJECTIVE_TREE
     fast = sparsemap(tree, scores, **kwargs)
     with monkeypatch.context() as mp:
-        mp.setattr(sm, "_fast_projective_tree", lambda *args: False)
+        mp.setattr(sm, "_compiled_oracle", lambda *args: None)
         generic = sparsemap(tree, scores, **kwargs)
     return fast, generic
 
@@ -231,12 +233,12 @@ def test_fast_projective_loop_matches_generic_property(n, single_root, seed, kin
     scores = _scores(n, kind, seed)
     tree = DependencyTree(projective=True, single_root=single_root)
     fast = sparsemap(tree, scores)
-    original = sm._fast_projective_tree
-    sm._fast_projective_tree = lambda *args: False
+    original = sm._compiled_oracle
+    sm._compiled_oracle = lambda *args: None
     try:
         generic = sparsemap(tree, scores)
     finally:
-        sm._fast_projective_tree = original
+        sm._compiled_oracle = original
     _assert_identical(fast, generic)
 
 
@@ -352,9 +354,10 @@ def test_kernel_returns_like_active_set_tree():
 
 
 def test_fast_path_only_where_it_applies():
-    assert sm._fast_projective_tree(DependencyTree(projective=True), "active_set", None)
-    assert not sm._fast_projective_tree(DependencyTree(), "active_set", None)
-    assert not sm._fast_projective_tree(DependencyTree(projective=True), "pairwise", None)
-    assert not sm._fast_projective_tree(
-        DependencyTree(projective=True), "active_set", [np.array([-1, 0])]
-    )
+    assert (compiled_kind(DependencyTree(projective=True), "active_set", None)
+            == ORACLE_PROJECTIVE_TREE)
+    assert compiled_kind(DependencyTree(), "active_set", None) != ORACLE_PROJECTIVE_TREE
+    assert (compiled_kind(DependencyTree(projective=True), "pairwise", None)
+            != ORACLE_PROJECTIVE_TREE)
+    assert compiled_kind(DependencyTree(projective=True), "active_set",
+                         [np.array([-1, 0])]) != ORACLE_PROJECTIVE_TREE

@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
+from sksparse_struct.structures._base import ORACLE_SEQUENCE
+from tests._helpers import compiled_kind
 import sksparse_struct.inference._sparsemap as sm
 from sksparse_struct.inference import sparsemap
 from sksparse_struct.inference._sparsemap_fast import (
@@ -28,17 +30,17 @@ from sksparse_struct.structures._sequence import kernel_inputs
 
 
 def _generic(*potentials, **kwargs):
-    original = sm._fast_sequence
-    sm._fast_sequence = lambda *args: False
+    original = sm._compiled_oracle
+    sm._compiled_oracle = lambda *args: None
     try:
         return sparsemap(Sequence(), *potentials, **kwargs)
     finally:
-        sm._fast_sequence = original
+        sm._compiled_oracle = original
 
 
 def _both(*potentials, **kwargs):
     """Fast and generic results, or the two ValueError messages."""
-    assert sm._fast_sequence(Sequence(), "active_set", None)
+    assert compiled_kind(Sequence(), "active_set", None) == ORACLE_SEQUENCE
     outcome = []
     for solve in (lambda: sparsemap(Sequence(), *potentials, **kwargs),
                   lambda: _generic(*potentials, **kwargs)):
@@ -330,8 +332,8 @@ def test_kernel_returns_the_support():
 
 
 def test_fast_path_only_where_it_applies():
-    assert not sm._fast_sequence(Sequence(), "pairwise", None)
-    assert not sm._fast_sequence(Sequence(), "active_set", [np.array([0, 1])])
+    assert compiled_kind(Sequence(), "pairwise", None) != ORACLE_SEQUENCE
+    assert compiled_kind(Sequence(), "active_set", [np.array([0, 1])]) != ORACLE_SEQUENCE
     # A warm start goes through the generic loop and reaches the same optimum.
     rng = np.random.default_rng(1)
     unary, trans = rng.standard_normal((6, 3)), rng.standard_normal((3, 3))

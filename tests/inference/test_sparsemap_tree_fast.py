@@ -11,16 +11,18 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
+from sksparse_struct.structures._base import ORACLE_TREE
+from tests._helpers import compiled_kind
 import sksparse_struct.inference._sparsemap as sm
 from sksparse_struct.inference import sparsemap
 from sksparse_struct.structures import DependencyTree
 
 
 def _both(monkeypatch, tree, scores, **kwargs):
-    assert sm._fast_tree(tree, "active_set", None)
+    assert compiled_kind(tree, "active_set", None) == ORACLE_TREE
     fast = sparsemap(tree, scores, **kwargs)
     with monkeypatch.context() as mp:
-        mp.setattr(sm, "_fast_tree", lambda *args: False)
+        mp.setattr(sm, "_compiled_oracle", lambda *args: None)
         generic = sparsemap(tree, scores, **kwargs)
     return fast, generic
 
@@ -78,6 +80,23 @@ def test_fast_tree_loop_no_tree_raises():
 
 
 def test_fast_path_only_where_it_applies():
-    assert not sm._fast_tree(DependencyTree(projective=True), "active_set", None)
-    assert not sm._fast_tree(DependencyTree(), "pairwise", None)
-    assert not sm._fast_tree(DependencyTree(), "active_set", [np.array([-1, 0])])
+    assert compiled_kind(DependencyTree(projective=True), "active_set", None) != ORACLE_TREE
+    assert compiled_kind(DependencyTree(), "pairwise", None) != ORACLE_TREE
+    assert compiled_kind(DependencyTree(), "active_set", [np.array([-1, 0])]) != ORACLE_TREE
+
+
+def test_subclass_with_its_own_oracle_runs_the_generic_loop():
+    # The compiled loop would ignore an overridden oracle: compiled_oracle
+    # declines for such subclasses, so SparseMAP calls the subclass' oracle.
+    calls = []
+
+    class CountingTree(DependencyTree):
+        def oracle(self, parts, eta_u, eta_v):
+            calls.append(1)
+            return super().oracle(parts, eta_u, eta_v)
+
+    scores = np.random.default_rng(0).standard_normal((5, 5))
+    assert compiled_kind(CountingTree(), "active_set", None) is None
+    result = sparsemap(CountingTree(), scores)
+    assert calls
+    np.testing.assert_allclose(result.u, sparsemap(DependencyTree(), scores).u, atol=1e-12)
