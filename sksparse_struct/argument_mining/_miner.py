@@ -675,30 +675,31 @@ class StructuredSVMArgumentMiner(BaseEstimator):
                     codes, on, broken = self._structure(doc, graph, result.variables)
                     if broken is None:
                         return codes, on, None
-                stops.append(f"branch-and-bound stopped after {result.n_nodes} "
-                             f"node{'s' if result.n_nodes != 1 else ''} ({why})")
+                    stops.append("branch-and-bound's MAP broke a constraint")
+                else:
+                    stops.append(f"branch-and-bound stopped after {result.n_nodes} "
+                                 f"node{'s' if result.n_nodes != 1 else ''} ({why})")
                 keep(result.variables, "the best assignment branch-and-bound found")
         if self.decode == "milp" or len(found) == 1:
             # HiGHS' branch-and-cut, in the time left.
             left = None if limit is None else limit - (time.perf_counter() - start)
             if left is None or left > 0:
+                # (60%: building the program and HiGHS' presolve take time too)
+                given = None if left is None else 0.6 * left
+                budget = "" if limit is None else f" in {given:.2g} s (time_limit={limit:g} s)"
                 try:
-                    # (60%: building the program and HiGHS' presolve take time too)
-                    result = milp_map(graph.graph, *scores,
-                                      time_limit=None if left is None else 0.6 * left)
+                    result = milp_map(graph.graph, *scores, time_limit=given)
                 except RuntimeError:  # no solution within the time limit
                     result = None
-                    stops.append("HiGHS found no assignment" + (
-                        "" if limit is None else f" in {left:.2g} s (time_limit={limit:g} s)"))
-                if result is not None and result.optimal:
-                    codes, on, broken = self._structure(doc, graph, result.variables)
-                    if broken is None:
-                        return codes, on, None
+                    stops.append(f"HiGHS found no assignment{budget}")
                 if result is not None:
-                    if not result.optimal:
-                        stops.append("HiGHS stopped before proving optimality"
-                                     + ("" if limit is None else
-                                        f" ({left:.2g} s left of time_limit={limit:g} s)"))
+                    if result.optimal:
+                        codes, on, broken = self._structure(doc, graph, result.variables)
+                        if broken is None:
+                            return codes, on, None
+                        stops.append("HiGHS' MAP broke a constraint")
+                    else:
+                        stops.append(f"HiGHS did not prove optimality{budget}")
                     keep(result.variables, "the best assignment HiGHS found"
                          + ("" if result.optimal else ", not proven optimal"))
             else:
