@@ -14,6 +14,7 @@ of ``factor_scores`` (and flows for tree factors); rows are
   for the MILP).
 """
 
+import math
 from numbers import Real
 
 import numpy as np
@@ -22,7 +23,7 @@ from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from ..structures import DependencyTree
 from ..structures._tree import tree_options
-from ._ad3 import AD3Result, MAPResult, check_graph_scores
+from ._ad3 import AD3Result, MAPResult, _unscale, check_graph_scores
 from ._ad3_fast import AT_MOST_ONE, DENSE, OR, PAIR, XOR
 
 __all__ = ["highs_lp", "milp_map"]
@@ -200,6 +201,17 @@ def _unconstrained(c, bounds):
     return np.where(c > 0, bounds[1], bounds[0]).astype(np.float64)
 
 
+# HiGHS takes costs of 1e20 and more as infinite: larger objectives are
+# scaled down by a power of two (the solution does not change) and the value
+# scaled back.
+_HIGHS_LARGE_COST = 2.0 ** 40
+
+
+def _cost_scale(c):
+    top = float(np.abs(c[np.isfinite(c)]).max(initial=0.0))
+    return 1.0 if top <= _HIGHS_LARGE_COST else 2.0 ** -math.ceil(math.log2(top))
+
+
 def highs_lp(graph, variable_scores, factor_scores=None):
     """The LP relaxation of :func:`ad3`, solved exactly by HiGHS.
 
@@ -239,7 +251,8 @@ def highs_lp(graph, variable_scores, factor_scores=None):
     up, down = ~eq & np.isfinite(hi), ~eq & np.isfinite(lo)
     A_ub = sp.vstack([A[up], -A[down]]).tocsr()
     b_ub = np.concatenate([hi[up], -lo[down]])
-    res = linprog(-c, A_ub=A_ub if A_ub.shape[0] else None, b_ub=b_ub if A_ub.shape[0] else None,
+    scale = _cost_scale(c)
+    res = linprog(-c * scale, A_ub=A_ub if A_ub.shape[0] else None, b_ub=b_ub if A_ub.shape[0] else None,
                   A_eq=A[eq] if eq.any() else None, b_eq=lo[eq] if eq.any() else None,
                   bounds=np.column_stack(bounds), method="highs")
     if res.status == 2:
@@ -249,7 +262,7 @@ def highs_lp(graph, variable_scores, factor_scores=None):
         raise RuntimeError(f"highs_lp: HiGHS failed: {res.message}")
     x = np.clip(res.x[:n_base], 0.0, 1.0)
     u = x[:cg.n_variables]
-    value = float(-res.fun)
+    value = _unscale(float(-res.fun), scale, "highs_lp")
     integral = bool(np.all(np.minimum(np.abs(u), np.abs(1.0 - u)) <= 1e-6))
     return AD3Result(variables=u.copy(), factors=x[cg.n_variables:].copy(), primal=value,
                      dual=value, integral=integral, n_iter=int(res.nit), converged=True,
@@ -303,7 +316,7 @@ def milp_map(graph, variable_scores, factor_scores=None, *, time_limit=None, gap
     if gap_tol is not None:
         options["mip_rel_gap"] = gap_tol
     cons = [LinearConstraint(A, lo, hi)] if A.shape[0] else []
-    res = milp(-c, constraints=cons, integrality=integrality, bounds=Bounds(*bounds),
+    res = milp(-c * _cost_scale(c), constraints=cons, integrality=integrality, bounds=Bounds(*bounds),
                options=options)
     if res.x is None:
         if res.status == 2:
@@ -312,5 +325,6 @@ def milp_map(graph, variable_scores, factor_scores=None, *, time_limit=None, gap
     x = np.round(res.x[:n_base])
     # c holds the variable, factor and fixed tree-arc scores; flows score 0
     return MAPResult(variables=x[:cg.n_variables].copy(), factors=x[cg.n_variables:].copy(),
-                     objective=float(c[:n_base] @ x), optimal=res.status == 0,
+                     objective=_unscale(float(c[:n_base] @ x), 1.0, "milp_map"),
+                     optimal=res.status == 0,
                      n_nodes=int(getattr(res, "mip_node_count", 0) or 0))

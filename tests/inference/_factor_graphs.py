@@ -70,15 +70,75 @@ def random_scores(rng, fg, scale=1.0):
             rng.normal(scale=scale, size=fg.n_factor_scores))
 
 
-def brute_force(fg, theta, fs):
-    """Best score over all assignments (exact evaluation of every factor)."""
-    from sksparse_struct.inference._ad3 import evaluate
+def reference_score(fg, theta, fs, x):
+    """Score of the 0/1 assignment ``x``, or None if a factor forbids it.
 
-    cg = fg.compile()
+    Written from the factors' definitions, on the graph's own records of
+    what was added (not the compiled arrays or kernels the solvers use), so
+    that it is an independent reference for them.
+    """
+    from sksparse_struct.inference._ad3_fast import AT_MOST_ONE, DENSE, OR, PAIR, XOR
+    from sksparse_struct.structures import DependencyTree, Sequence
+
+    from .._helpers import is_projective, is_tree
+
+    x = np.asarray(x)
+    score = float(theta @ x)
+    for kind, V, neg, offsets, table in fg._blocks:
+        for r in range(V.shape[0]):
+            lit = np.where(neg[r], 1 - x[V[r]], x[V[r]])
+            if kind == XOR and lit.sum() != 1:
+                return None
+            if kind == AT_MOST_ONE and lit.sum() > 1:
+                return None
+            if kind == OR and lit.sum() < 1:
+                return None
+            if kind == PAIR:
+                score += fs[offsets[r]] * lit[0] * lit[1]
+            if kind == DENSE:
+                C, forbidden = fg._tables[table], fg._masks[table]
+                match = [c for c in range(C.shape[0])
+                         if not forbidden[c] and np.array_equal(C[c], x[V[r]])]
+                if not match:
+                    return None
+                score += max(fs[offsets[r] + c] for c in match)
+    for structure, V, parts, offset, n_v in fg._structures:
+        xs = x[V]
+        if isinstance(structure, DependencyTree):
+            n = parts.context
+            on = xs.reshape(n, n)
+            if not (on.sum(axis=1) == 1).all():
+                return None
+            heads = [-1] + [int(j if j < m else j + 1)
+                            for m, j in zip(range(1, n + 1), on.argmax(axis=1))]
+            if not is_tree(heads) or (structure.projective and not is_projective(heads)):
+                return None
+            if structure.single_root and sum(h == 0 for h in heads[1:]) != 1:
+                return None
+            value = np.array(heads)
+        elif isinstance(structure, Sequence):
+            n, K = parts.context[:2]
+            on = xs.reshape(n, K)
+            if not (on.sum(axis=1) == 1).all():
+                return None
+            value = on.argmax(axis=1)
+        else:
+            raise NotImplementedError(type(structure).__name__)
+        m, h = structure.indicators(value, parts)
+        used = m != 0
+        score += float(parts.eta_u[used] @ m[used])
+        score += float((parts.eta_v + fs[offset:offset + n_v]) @ h)
+        if not np.isfinite(score):
+            return None
+    return score
+
+
+def brute_force(fg, theta, fs):
+    """Best score over all assignments, and one assignment reaching it (by :func:`reference_score`)."""
     best, best_x = -np.inf, None
     for bits in itertools.product([0, 1], repeat=fg.n_variables):
         x = np.array(bits)
-        ok, val, _ = evaluate(cg, theta, fs, x)
-        if ok and val > best + 1e-12:
+        val = reference_score(fg, theta, fs, x)
+        if val is not None and val > best + 1e-12:
             best, best_x = val, x
     return best, best_x
