@@ -39,6 +39,11 @@ any object with:
     (the sum of the structured hinge losses, with the problem's decoder) in
     one call, for the duality gap; otherwise it comes from
     ``loss_augmented`` and ``joint_feature``, sample by sample.
+``exact_hinge_sum(w)``
+    Optional: the same sum as ``hinge_sum`` with an exact decoder (e.g. LP
+    solves to a tight tolerance, or an upper bound certified by a dual),
+    for the duality gap after the last pass, when ``loss_augmented`` is
+    approximate for speed.
 ``bcfw_pass(state, order)``
     Optional. A Python round trip per sample can cost more than the sample
     itself; a problem may then run a whole pass in one compiled call: for
@@ -63,18 +68,31 @@ weights are only formed once per pass, for the dual objective it reports.
 """
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
+from joblib import effective_n_jobs
 from sklearn.utils import check_random_state
 
 from ..utils._reporting import Progress
-from ._bcfw_fast import BCFWState, average_into, direction, step
+from ._bcfw_fast import (
+    BCFWState,
+    average_into,
+    cached_steps,
+    direction,
+    plane_step,
+    plane_values,
+    point_value,
+    step,
+)
 
 __all__ = ["BCFWGap", "BCFWPass", "BCFWResult", "minimize_bcfw"]
 
 _PROBLEM_ATTRIBUTES = ("n_params", "n_samples", "gold", "loss_augmented", "joint_feature")
+# With a cache, a block is decoded at least once in this many visits.
+_MAX_SKIPS = 10
 
 
 class BCFWGap(NamedTuple):
@@ -119,6 +137,10 @@ class BCFWPass(NamedTuple):
         Steps made so far.
     elapsed : float
         Seconds since the start.
+    n_decoded : int
+        Decodings (oracle calls) in the pass: ``n_samples``, or fewer when
+        blocks stepped towards their cached planes instead (``cache_size``);
+        ``stats`` are summed over these.
     """
 
     n_iter: int
@@ -128,6 +150,7 @@ class BCFWPass(NamedTuple):
     gap: BCFWGap | None
     n_steps: int
     elapsed: float
+    n_decoded: int = -1
 
 
 class BCFWResult(NamedTuple):
@@ -153,6 +176,8 @@ class BCFWResult(NamedTuple):
         The dual objective of the returned weights after each pass.
     stats : list of ndarray
         The problem's statistics summed over each pass.
+    n_decoded : list of int
+        Decodings (oracle calls) in each pass.
     """
 
     coef: np.ndarray
@@ -164,6 +189,7 @@ class BCFWResult(NamedTuple):
     history: list
     dual_curve: list
     stats: list
+    n_decoded: list = None
 
 
 def _check_options(problem, C, max_iter, tol, line_search, average, gap_every, callback,
@@ -195,6 +221,21 @@ def _check_options(problem, C, max_iter, tol, line_search, average, gap_every, c
         raise ValueError(f"callback must be callable or None, got {callback!r}.")
     if not isinstance(verbose, Integral) or verbose < 0:
         raise ValueError(f"verbose must be a non-negative integer, got {verbose!r}.")
+
+
+def _check_speed_options(line_search, cache_size, cache_tol, cache_steps, batch_size, n_jobs):
+    for name, value in (("cache_size", cache_size), ("cache_steps", cache_steps)):
+        if not isinstance(value, Integral) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {value!r}.")
+    if not (isinstance(cache_tol, Real) and np.isfinite(cache_tol) and cache_tol >= 0):
+        raise ValueError(f"cache_tol must be a non-negative number, got {cache_tol!r}.")
+    if not isinstance(batch_size, Integral) or isinstance(batch_size, bool) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
+    if n_jobs is not None and (not isinstance(n_jobs, Integral) or n_jobs == 0):
+        raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}.")
+    if cache_size and not line_search:
+        raise ValueError("cache_size > 0 needs line_search=True (the steps towards cached "
+                         "planes are line searches).")
 
 
 class _Problem:
@@ -269,8 +310,105 @@ class _Problem:
         return idx, val, dot_w, dot_d
 
 
+class _Cache:
+    """The working sets of multi-plane BCFW, one per block (``learners/_bcfw_fast.py``).
+
+    Block ``i``'s vectors live on its *support*, the sorted weight indices
+    its joint features have touched (extended when a decoding touches new
+    ones: the earlier points are zero there).
+    """
+
+    def __init__(self, n, size):
+        self.size = size
+        self.support = [None] * n
+        self.psi = [None] * n
+        self.planes = [None] * n
+        self.costs = np.zeros((n, size))
+        self.n_planes = np.zeros(n, dtype=np.int64)
+        self.last_used = np.zeros((n, size), dtype=np.int64)
+        self.last_gap = np.zeros(n)
+        self.values = np.empty(size)
+        self.diff = None
+
+    def start(self, i, indices, values):
+        """Block ``i`` at the point whose joint features are ``(indices, values)`` (distinct)."""
+        order = np.argsort(indices, kind="stable")
+        self.support[i] = np.ascontiguousarray(indices[order])
+        self.psi[i] = np.ascontiguousarray(values[order])
+        self.planes[i] = np.zeros((self.size, indices.shape[0]))
+
+    def local(self, i, indices, values):
+        """``(indices, values)`` (distinct) on block ``i``'s support, extending it if needed."""
+        support = self.support[i]
+        pos = np.searchsorted(support, indices)
+        if pos.size and (pos.max() >= support.shape[0]
+                         or not np.array_equal(support[pos], indices)):
+            new = np.union1d(support, indices)
+            where = np.searchsorted(new, support)
+            psi = np.zeros(new.shape[0])
+            psi[where] = self.psi[i]
+            planes = np.zeros((self.size, new.shape[0]))
+            planes[:, where] = self.planes[i]
+            self.support[i], self.psi[i], self.planes[i] = new, psi, planes
+            support, pos = new, np.searchsorted(new, indices)
+        out = np.zeros(support.shape[0])
+        out[pos] = values
+        return out
+
+    def insert(self, i, plane, cost, now):
+        """Add a plane to block ``i``'s working set (a copy of one there is only renewed).
+
+        When the set is full, the plane chosen longest ago is replaced.
+        Returns the plane's row.
+        """
+        k = int(self.n_planes[i])
+        planes, costs, used = self.planes[i], self.costs[i], self.last_used[i]
+        if k:
+            scale = 1e-12 * (1.0 + float(np.abs(plane).max(initial=0.0)) + abs(cost))
+            same = (np.abs(costs[:k] - cost) <= scale) & (
+                np.abs(planes[:k] - plane).max(axis=1, initial=0.0) <= scale)
+            if same.any():
+                j = int(np.flatnonzero(same)[0])
+                used[j] = now
+                return j
+        if k < self.size:
+            j = k
+            self.n_planes[i] = k + 1
+        else:
+            j = int(np.argmin(used))
+        planes[j] = plane
+        costs[j] = cost
+        used[j] = now
+        return j
+
+    def diff_for(self, i):
+        size = self.support[i].shape[0]
+        if self.diff is None or self.diff.shape[0] < size:
+            self.diff = np.empty(max(size, 2 * (0 if self.diff is None else self.diff.shape[0])))
+        return self.diff[:size]
+
+    def best_gap(self, state, i):
+        """``C`` times (the largest value of a cached plane - the value of ``m_i``)."""
+        k = int(self.n_planes[i])
+        if k == 0:
+            return -np.inf
+        support = self.support[i]
+        plane_values(state.w, support, self.planes[i], self.costs[i], np.int64(k), self.values)
+        here = point_value(state.w, support, self.psi[i], state.block_cost[i])
+        return state.C * (float(self.values[:k].max()) - here)
+
+    def steps(self, state, i, max_steps):
+        if max_steps <= 0 or self.n_planes[i] == 0:
+            return 0
+        return int(cached_steps(state, np.int64(i), self.support[i], self.psi[i], self.planes[i],
+                                self.costs[i], np.int64(self.n_planes[i]), self.last_used[i],
+                                np.int64(state.counter[0]), np.int64(max_steps), 0.0,
+                                self.values, self.diff_for(i)))
+
+
 def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, average=True,
-                  gap_every=25, random_state=None, callback=None, verbose=0):
+                  gap_every=25, random_state=None, callback=None, verbose=0, cache_size=0,
+                  cache_tol=0.5, cache_steps=0, batch_size=1, n_jobs=None):
     """Structured SVM by block-coordinate Frank-Wolfe, with line search and averaging.
 
     Minimises ``1/2 ||w||^2 + C sum_i max_m [cost_i(m) - w . psi_i(gold_i -
@@ -316,6 +454,34 @@ def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, av
         If positive, print a line every ``verbose`` passes (and on every pass
         with a duality gap): the dual objective, the gap and the problem's
         statistics averaged per sample.
+    cache_size : int, default=0
+        Multi-plane BCFW (after Shah, Kolmogorov and Lampert, 2015): keep
+        the last ``cache_size`` distinct decodings of each block (its
+        *planes*: joint features and cost) and use them instead of the
+        decoder when they are good enough (``cache_tol``). 0: plain BCFW.
+        Needs ``line_search``; the problem's ``bcfw_pass`` is not used then.
+    cache_tol : float, default=0.5
+        With a cache, a visit of block ``i`` steps towards its best cached
+        plane (the one of largest ``cost + w . psi``) without decoding when
+        that plane's block gap is at least ``cache_tol`` times the block gap
+        of the last decoding of block ``i`` (measured when it was made); a
+        block is decoded at least every 10 visits. 0: decode only every 10
+        visits; a large value: decode at every visit.
+    cache_steps : int, default=0
+        With a cache, after each visit of a block, up to this many more
+        steps towards its best cached plane (each stops the series when
+        that plane's block gap is not positive): cheap steps that need no
+        decoding.
+    batch_size : int, default=1
+        Decode the blocks of ``batch_size`` consecutive samples of the
+        order at the same weights (the decisions to use the cache too),
+        then make their steps one after the other in the order. 1: plain
+        BCFW. The result depends on ``batch_size`` but not on ``n_jobs``.
+    n_jobs : int or None, default=None
+        Threads decoding the samples of a batch at once (useful when the
+        decoder releases the GIL, as numba kernels compiled with
+        ``nogil=True`` do); None means 1, -1 all cores. The sequence of
+        steps, hence the result, is the same for every ``n_jobs``.
 
     Returns
     -------
@@ -333,10 +499,21 @@ def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, av
     gap is an upper bound on the distance of the primal objective to its
     minimum, and ``||w - w*|| <= sqrt(2 gap)``.
 
+    With a cache the block keeps ``psi_i(m_i)`` instead of ``m_i``, and a
+    step towards a cached plane is the same line search with ``d =
+    psi_i(m_i) - psi_i(s)``: every step is a step of BCFW towards a point of
+    the block's domain, so the dual still increases, the returned weights
+    are dual-feasible and the duality gap (always computed with the
+    decoder, never from the cache) certifies them as before.
+
     References
     ----------
     S. Lacoste-Julien, M. Jaggi, M. Schmidt and P. Pletscher. Block-Coordinate
     Frank-Wolfe Optimization for Structural SVMs. ICML 2013.
+
+    N. Shah, V. Kolmogorov and C. H. Lampert. A Multi-Plane Block-Coordinate
+    Frank-Wolfe Algorithm for Training Structural SVMs with a Costly
+    max-Oracle. CVPR 2015.
 
     Examples
     --------
@@ -366,6 +543,7 @@ def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, av
     """
     _check_options(problem, C, max_iter, tol, line_search, average, gap_every, callback,
                    verbose)
+    _check_speed_options(line_search, cache_size, cache_tol, cache_steps, batch_size, n_jobs)
     C = float(C)
     gap_every = int(gap_every or 0)
     rng = check_random_state(random_state)
@@ -388,6 +566,7 @@ def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, av
     blocks = [state.blocks[block_ptr[i]:block_ptr[i + 1]] for i in range(n)]
     sizes = np.diff(block_ptr)
     hinge_sum = getattr(problem, "hinge_sum", None)
+    exact_hinge_sum = getattr(problem, "exact_hinge_sum", None)
     returned = np.empty(n_params)
 
     def returned_weights():
@@ -399,8 +578,10 @@ def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, av
         average_into(w, state.w_sum, state.last, np.int64(k), returned)
         return returned, float(state.sums[1] / (0.5 * k * (k + 1)))
 
-    def duality_gap(n_iter, weights, cost_term):
-        if hinge_sum is not None:
+    def duality_gap(n_iter, weights, cost_term, last=False):
+        if last and exact_hinge_sum is not None:
+            hinge = exact_hinge_sum(weights)
+        elif hinge_sum is not None:
             hinge = hinge_sum(weights)
         else:
             hinge = 0.0
@@ -413,19 +594,76 @@ def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, av
         dual = -half_sq + C * float(cost_term)
         return BCFWGap(n_iter, primal, dual, primal - dual)
 
+    n_threads = 1 if n_jobs is None else min(effective_n_jobs(n_jobs), int(batch_size))
+    pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
+
+    def decode_all(batch):
+        """The decodings of a batch at the current weights, in the batch's order."""
+        if pool is None or len(batch) < 2:
+            return [checked.loss_augmented(w, i, sizes[i]) for i in batch]
+        return list(pool.map(lambda i: checked.loss_augmented(w, i, sizes[i]), batch))
+
+    def batches(order):
+        for start in range(0, order.shape[0], int(batch_size)):
+            yield order[start:start + int(batch_size)]
+
     def python_pass(order):
         total = None
-        for i in order:
-            m, cost, stats = checked.loss_augmented(w, i, sizes[i])
-            total = stats.copy() if total is None else total + stats
-            indices, values = checked.joint_feature(i, blocks[i] - m)
-            bad = step(state, np.int64(i), m, cost, indices, values)
-            if bad >= 0:
-                checked.bad_entry(i, indices, values, bad)
-        return total
+        for batch in batches(order):
+            for i, (m, cost, stats) in zip(batch, decode_all(batch)):
+                total = stats.copy() if total is None else total + stats
+                indices, values = checked.joint_feature(i, blocks[i] - m)
+                bad = step(state, np.int64(i), m, cost, indices, values)
+                if bad >= 0:
+                    checked.bad_entry(i, indices, values, bad)
+        return total, len(order)
+
+    cache = None
+    if cache_size:
+        cache = _Cache(n, int(cache_size))
+        for i in range(n):
+            idx, val, _, _ = checked.direction(i, checked.gold(i), w)
+            cache.start(i, idx, val)
+        skipped = np.zeros(n, dtype=np.int64)
+
+    def cache_pass(order):
+        total, n_decoded = None, 0
+        for batch in batches(order):
+            use_cache = []
+            for i in batch:
+                hit = False
+                if skipped[i] < _MAX_SKIPS and cache.n_planes[i]:
+                    gap_i = cache.best_gap(state, i)
+                    hit = gap_i > 0 and gap_i >= cache_tol * cache.last_gap[i]
+                use_cache.append(hit)
+            decoded = iter(decode_all([i for i, hit in zip(batch, use_cache) if not hit]))
+            for i, hit in zip(batch, use_cache):
+                if hit:
+                    skipped[i] += 1
+                    cache.steps(state, i, 1 + cache_steps)
+                    continue
+                m, cost, stats = next(decoded)
+                skipped[i] = 0
+                n_decoded += 1
+                total = stats.copy() if total is None else total + stats
+                idx, val, _, _ = checked.direction(i, m, w)
+                plane = cache.local(i, idx, val)
+                support = cache.support[i]
+                value = point_value(w, support, plane, cost)
+                here = point_value(w, support, cache.psi[i], state.block_cost[i])
+                cache.last_gap[i] = C * (value - here)
+                j = cache.insert(i, plane, cost, int(state.counter[0]))
+                plane_step(state, np.int64(i), support, cache.psi[i], cache.planes[i][j], cost,
+                           cache.diff_for(i))
+                cache.steps(state, i, cache_steps)
+        if total is None:
+            total = np.zeros(checked.n_stats or 0)
+        return total, n_decoded
 
     compiled_pass = getattr(problem, "bcfw_pass", None)
-    history, dual_curve, stats_curve = [], [], []
+    if cache is not None or batch_size > 1:
+        compiled_pass = None
+    history, dual_curve, stats_curve, decoded_curve = [], [], [], []
     gap = None
     converged = False
     n_iter = 0
@@ -434,27 +672,39 @@ def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, av
     for n_iter in range(1, max_iter + 1):
         order = rng.permutation(n)
         total = None if compiled_pass is None else compiled_pass(state, order)
-        if total is None:
-            total = python_pass(order)
+        if total is not None:
+            n_decoded = n
+        elif cache is not None:
+            total, n_decoded = cache_pass(order)
+        else:
+            total, n_decoded = python_pass(order)
         weights, cost_term = returned_weights()
         dual = -0.5 * float(weights @ weights) + C * cost_term
         dual_curve.append(dual)
         stats_curve.append(total)
+        decoded_curve.append(n_decoded)
         this_gap = None
         if gap_every and (n_iter % gap_every == 0 or n_iter == max_iter):
-            this_gap = gap = duality_gap(n_iter, weights, cost_term)
-            history.append(gap)
+            this_gap = gap = duality_gap(n_iter, weights, cost_term, n_iter == max_iter)
             converged = tol > 0 and gap.gap <= tol * abs(gap.primal)
+            if converged and exact_hinge_sum is not None and n_iter < max_iter:
+                # The last gap is the exact one, and decides.
+                this_gap = gap = duality_gap(n_iter, weights, cost_term, True)
+                converged = gap.gap <= tol * abs(gap.primal)
+            history.append(gap)
         elapsed = time.perf_counter() - t0
-        progress.update(n_iter, _fields(dual, this_gap, total, n, names),
+        progress.update(n_iter, _fields(dual, this_gap, total, max(n_decoded, 1), names),
                         force=this_gap is not None or converged)
         if callback is not None:
-            callback(BCFWPass(n_iter, total, n, dual, this_gap, int(state.counter[0]), elapsed))
+            callback(BCFWPass(n_iter, total, n, dual, this_gap, int(state.counter[0]), elapsed,
+                              n_decoded))
         if converged:
             break
+    if pool is not None:
+        pool.shutdown()
     weights, _ = returned_weights()
     return BCFWResult(weights.copy(), w.copy(), n_iter, int(state.counter[0]), converged, gap,
-                      history, dual_curve, stats_curve)
+                      history, dual_curve, stats_curve, decoded_curve)
 
 
 def _fields(dual, gap, stats, n, names):

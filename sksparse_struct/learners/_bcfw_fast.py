@@ -178,3 +178,92 @@ def step(state, i, m, cost, indices, values):
     state.counter[0] = k
     state.sums[1] += k * state.sums[0]
     return -1
+
+
+# --- the working sets of multi-plane BCFW (``minimize_bcfw(cache_size=...)``) ---
+#
+# Block ``i`` keeps, on a fixed set of weight indices ``support`` (every index
+# its joint features can touch, distinct), the joint feature vector
+# ``psi_block`` of its point ``m_i`` and up to ``cache_size`` *planes*: past
+# decodings ``s`` as the rows of ``planes`` (``psi_i(s)`` on ``support``) and
+# their costs. The value of a point at the weights ``w`` is ``cost + w .
+# psi``; a step towards a plane is the step of :func:`step` with ``d =
+# psi_block - plane``.
+
+
+@njit
+def plane_values(w, support, planes, costs, n_planes, out):
+    """``out[j] = costs[j] + w[support] . planes[j]`` for the first ``n_planes`` planes."""
+    for j in range(n_planes):
+        acc = 0.0
+        row = planes[j]
+        for t in range(support.shape[0]):
+            acc += w[support[t]] * row[t]
+        out[j] = costs[j] + acc
+
+
+@njit
+def point_value(w, support, psi, cost):
+    acc = 0.0
+    for t in range(support.shape[0]):
+        acc += w[support[t]] * psi[t]
+    return cost + acc
+
+
+@njit
+def plane_step(state, i, support, psi_block, plane, cost, diff):
+    """One step of block ``i`` towards a plane (``diff``: scratch of the support's length).
+
+    The line search of :func:`step` on ``d = psi_block - plane``; returns the
+    step size.
+    """
+    w = state.w
+    dot_w = 0.0
+    dot_d = 0.0
+    for t in range(support.shape[0]):
+        v = psi_block[t] - plane[t]
+        diff[t] = v
+        dot_w += v * w[support[t]]
+        dot_d += v * v
+    C = state.C
+    k = state.counter[0]
+    gamma = (-C * dot_w - C * (state.block_cost[i] - cost)) / (C * C * dot_d + LINE_SEARCH_EPS)
+    gamma = min(max(gamma, 0.0), 1.0)
+    if gamma > 0.0:
+        move(state.w, state.w_sum, state.last, k, support, diff, gamma * C, state.average)
+        for t in range(support.shape[0]):
+            psi_block[t] += gamma * (plane[t] - psi_block[t])
+        old = state.block_cost[i]
+        new = old + gamma * (cost - old)
+        state.sums[0] += new - old
+        state.block_cost[i] = new
+    k += 1
+    state.counter[0] = k
+    state.sums[1] += k * state.sums[0]
+    return gamma
+
+
+@njit
+def cached_steps(state, i, support, psi_block, planes, costs, n_planes, last_used, now,
+                 max_steps, min_gap, values, diff):
+    """Up to ``max_steps`` steps of block ``i`` towards its best cached plane.
+
+    Each step picks the plane of largest value at the current weights; it
+    stops early when that plane's block gap ``C (value - value of m_i)`` is
+    at most ``min_gap``. The chosen planes' ``last_used`` become ``now``.
+    Returns the number of steps made.
+    """
+    made = 0
+    for _ in range(max_steps):
+        plane_values(state.w, support, planes, costs, n_planes, values)
+        best = 0
+        for j in range(1, n_planes):
+            if values[j] > values[best]:
+                best = j
+        here = point_value(state.w, support, psi_block, state.block_cost[i])
+        if state.C * (values[best] - here) <= min_gap:
+            break
+        last_used[best] = now
+        plane_step(state, i, support, psi_block, planes[best], costs[best], diff)
+        made += 1
+    return made
