@@ -38,16 +38,17 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import types
+from numba.extending import overload
 from numba.experimental import structref
 from numba.typed import List
 
 from ..utils._numba import njit
 from ._sparsemap_fast import (
-    _oracle,
     active_set_any,
     active_set_workspace,
     bordered_inverse_delete,
     masked_dot,
+    oracle_any,
 )
 
 # Factor kinds (``f_type``); the names are in ``_factor_graph.FACTOR_KINDS``.
@@ -555,7 +556,7 @@ def structure_factor(op, st, work, j, off, x, n, fs, add, inv_rho):
             eu[i] = x[i] + fixed_u[i]
         for a in range(n_v):
             ev[a] = fixed_v[a] + fs[off + a]
-        if not _oracle(kind, eu, ev, size, K, root, row, m, nv, ws[15], ws[16], ws[17], ws[18],
+        if not oracle_any(kind, eu, ev, size, K, root, row, m, nv, ws[15], ws[16], ws[17], ws[18],
                        ws[19], ws[20], ws[21], ws[22], ws[23]):
             return -np.inf
         return masked_dot(eu, m) + masked_dot(ev, nv)
@@ -564,7 +565,7 @@ def structure_factor(op, st, work, j, off, x, n, fs, add, inv_rho):
         eu[i] = fixed_u[i] if x[i] == 1.0 else -np.inf
     for a in range(n_v):
         ev[a] = fixed_v[a] + fs[off + a]
-    if not _oracle(kind, eu, ev, size, K, root, row, m, nv, ws[15], ws[16], ws[17], ws[18],
+    if not oracle_any(kind, eu, ev, size, K, root, row, m, nv, ws[15], ws[16], ws[17], ws[18],
                    ws[19], ws[20], ws[21], ws[22], ws[23]):
         return -np.inf
     for i in range(n):
@@ -596,8 +597,108 @@ def factor_op(op, kind, ctx, f, off, x, n, fs, add, inv_rho, buf):
     if kind == DENSE:
         return dense_factor(op, ctx.dense, ctx.work.dense, f, ctx.graph.f_aux[f], off, x, n, fs,
                             add, inv_rho)
-    return structure_factor(op, ctx.structs, ctx.work.structs, ctx.graph.f_aux[f], off, x, n,
-                            fs, add, inv_rho)
+    return structure_op(op, ctx, ctx.graph.f_aux[f], off, x, n, fs, add, inv_rho)
+
+
+# -- structure factors, when the graph has any ----------------------------------
+#
+# A graph without structure factors compiles without their machinery (the
+# compiled active set and every oracle, most of the engine's compile time):
+# its GraphData holds ``structs=None``, and these functions, whose compiled
+# versions are chosen by that field's type, then do nothing.
+
+
+def _has_structures(ctx):
+    return not isinstance(ctx.field_dict["structs"], types.NoneType)
+
+
+def structure_op(op, ctx, j, off, x, n, fs, add, inv_rho):
+    """``structure_factor`` on structure factor ``j`` of the context."""
+    if ctx.structs is None:
+        return 0.0
+    return structure_factor(op, ctx.structs, ctx.work.structs, j, off, x, n, fs, add, inv_rho)
+
+
+@overload(structure_op, jit_options={"cache": True})
+def _structure_op(op, ctx, j, off, x, n, fs, add, inv_rho):
+    if _has_structures(ctx):
+        def impl(op, ctx, j, off, x, n, fs, add, inv_rho):
+            return structure_factor(op, ctx.structs, ctx.work.structs, j, off, x, n, fs, add,
+                                    inv_rho)
+    else:
+        def impl(op, ctx, j, off, x, n, fs, add, inv_rho):
+            return 0.0
+    return impl
+
+
+def structure_status(ctx):
+    """1 once a structure factor found no structure of finite score, else 0."""
+    return 0 if ctx.structs is None else ctx.work.structs.status[0]
+
+
+@overload(structure_status, jit_options={"cache": True})
+def _structure_status(ctx):
+    if _has_structures(ctx):
+        return lambda ctx: ctx.work.structs.status[0]
+    return lambda ctx: 0
+
+
+def structure_work(structs):
+    """The structure factors' workspaces (None without structure factors)."""
+    return None if structs is None else _new_structure_work(structs)
+
+
+@overload(structure_work, jit_options={"cache": True})
+def _structure_work(structs):
+    if isinstance(structs, types.NoneType):
+        return lambda structs: None
+    return lambda structs: _new_structure_work(structs)
+
+
+def structure_primal(ctx, q, add):
+    """The structure factors' fixed part scores at the copies ``q`` and extras ``add``."""
+    return 0.0 if ctx.structs is None else _structure_primal_terms(ctx.graph, ctx.structs, q, add)
+
+
+@overload(structure_primal, jit_options={"cache": True})
+def _structure_primal(ctx, q, add):
+    if _has_structures(ctx):
+        return lambda ctx, q, add: _structure_primal_terms(ctx.graph, ctx.structs, q, add)
+    return lambda ctx, q, add: 0.0
+
+
+@njit
+def _structure_primal_terms(g, st, q, add):
+    primal = 0.0
+    for f in range(g.f_type.shape[0]):
+        if g.f_type[f] == STRUCT:
+            j = g.f_aux[f]
+            s0 = g.f_start[f]
+            fixed_u = st.eta_u[st.u_ptr[j]:st.u_ptr[j + 1]]
+            for i in range(fixed_u.shape[0]):
+                if q[s0 + i] != 0.0:
+                    primal += fixed_u[i] * q[s0 + i]
+            off = g.f_score[f]
+            for a in range(st.v_ptr[j + 1] - st.v_ptr[j]):
+                if add[off + a] != 0.0:
+                    primal += st.eta_v[st.v_ptr[j] + a] * add[off + a]
+    return primal
+
+
+@njit
+def _new_structure_work(structs):
+    n_s = structs.kind.shape[0]
+    struct_ws = List()
+    struct_u = List()
+    struct_v = List()
+    for j in range(n_s):
+        n_u = structs.u_ptr[j + 1] - structs.u_ptr[j]
+        n_v = structs.v_ptr[j + 1] - structs.v_ptr[j]
+        struct_ws.append(active_set_workspace(structs.kind[j], structs.n[j], n_u, n_v))
+        struct_u.append(np.empty(n_u))
+        struct_v.append(np.empty(n_v))
+    return StructureWork(struct_ws, struct_u, struct_v, np.zeros(n_s, dtype=np.int64),
+                         np.zeros(1, dtype=np.int64))
 
 
 # -- the solver ---------------------------------------------------------------
@@ -747,12 +848,17 @@ def _work(graph, dense, structs, add):
     f_type, f_start = graph.f_type, graph.f_start
     n_f = f_type.shape[0]
     max_n = 1
+    max_dense = 1
     for f in range(n_f):
         max_n = max(max_n, f_start[f + 1] - f_start[f])
+        if f_type[f] == DENSE:
+            max_dense = max(max_dense, f_start[f + 1] - f_start[f])
     max_nc = 1
     for t in range(dense.tab_nc.shape[0]):
         max_nc = max(max_nc, dense.tab_nc[t])
-    cap = max_n + 1  # at most n + 1 affinely independent configurations
+    # A dense factor's support: at most arity + 1 affinely independent
+    # configurations (the dense factors' arity, not a structure factor's).
+    cap = max_dense + 1
     f_dense = np.full(n_f, -1, dtype=np.int64)
     n_dense = 0
     for f in range(n_f):
@@ -770,21 +876,9 @@ def _work(graph, dense, structs, add):
             off = graph.f_score[f]
             dk[d] = dense_rebuild(add[off:off + dense.tab_nc[t]], dense.tab_nc[t], dense.cfg_ptr,
                                   dense.cfg_on, dense.tab_cfg[t], dS[d], dB[d], x)
-    n_s = structs.kind.shape[0]
-    struct_ws = List()
-    struct_u = List()
-    struct_v = List()
-    for j in range(n_s):
-        n_u = structs.u_ptr[j + 1] - structs.u_ptr[j]
-        n_v = structs.v_ptr[j + 1] - structs.v_ptr[j]
-        struct_ws.append(active_set_workspace(structs.kind[j], structs.n[j], n_u, n_v))
-        struct_u.append(np.empty(n_u))
-        struct_v.append(np.empty(n_v))
     dense_work = DenseWork(f_dense, dS, dk, dB, np.empty(max_nc), np.empty(max_n), x,
                            np.empty(cap + 1), np.empty(cap + 1))
-    struct_work = StructureWork(struct_ws, struct_u, struct_v, np.zeros(n_s, dtype=np.int64),
-                                np.zeros(1, dtype=np.int64))
-    return Work(np.empty(max_n), np.empty(max_n), dense_work, struct_work)
+    return Work(np.empty(max_n), np.empty(max_n), dense_work, structure_work(structs))
 
 
 @njit
@@ -932,29 +1026,13 @@ def dual_value(ctx, theta, lam, fs, fixed):
 @njit
 def primal_value(ctx, theta, fs, state):
     """``theta . u + fs . add`` plus the structure factors' fixed part scores."""
-    g = ctx.graph
-    st = ctx.structs
     u, q, add = state.u, state.q, state.add
     primal = 0.0
     for i in range(u.shape[0]):
         primal += theta[i] * u[i]
     for i in range(add.shape[0]):
         primal += fs[i] * add[i]
-    if st.kind.shape[0] == 0:
-        return primal
-    for f in range(g.f_type.shape[0]):
-        if g.f_type[f] == STRUCT:
-            j = g.f_aux[f]
-            s0 = g.f_start[f]
-            fixed_u = st.eta_u[st.u_ptr[j]:st.u_ptr[j + 1]]
-            for i in range(fixed_u.shape[0]):
-                if q[s0 + i] != 0.0:
-                    primal += fixed_u[i] * q[s0 + i]
-            off = g.f_score[f]
-            for a in range(st.v_ptr[j + 1] - st.v_ptr[j]):
-                if add[off + a] != 0.0:
-                    primal += st.eta_v[st.v_ptr[j] + a] * add[off + a]
-    return primal
+    return primal + structure_primal(ctx, q, add)
 
 
 @njit
@@ -1000,7 +1078,7 @@ def ad3_solve(data, theta, fs, fixed, flat_state, opts):
         rho = 2.0 * eta
         local_step(ctx, share, u, lam, 1.0 / rho, fs, q, add, factor_active, var_active,
                    refresh)
-        status = ctx.work.structs.status[0]
+        status = structure_status(ctx)
         if status != 0:
             return t, False, eta, np.nan, np.nan, primal_res, dual_res, False, status
         primal_res, dual_res = consensus(graph, fixed, theta, state, rho, var_active,

@@ -452,7 +452,8 @@ class FactorGraph:
         dense = self._dense_tables()
         structs = _structure_table(self._structures)
         return CompiledGraph(
-            n_variables=self.n_variables, data=GraphData(arrays, dense, structs), arrays=arrays,
+            n_variables=self.n_variables, data=GraphData(arrays, dense, structs if self._structures else None),
+            arrays=arrays,
             dense=dense, structs=structs, f_type=f_type, f_start=f_start,
             slot_var=slot_var, slot_neg=slot_neg, f_score=f_score, f_table=f_table, deg=deg,
             n_scores=self._n_scores, structures=tuple(structures),

@@ -405,6 +405,15 @@ def active_set_workspace(kind, n, n_u, n_v):
             f_mat, i_mat, i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack)
 
 
+@njit
+def oracle_any(kind, scores, eta_v, n, K, single_root, row, m, nv, work, f_mat, i_mat, i_vec,
+               b_vec, f_vec, e_f_mat, e_i_mat, e_stack):
+    """:func:`_oracle` with the kind known only at run time (compiled once, not inlined:
+    every oracle's code would otherwise be copied into each caller)."""
+    return _oracle(kind, scores, eta_v, n, K, single_root, row, m, nv, work, f_mat, i_mat,
+                   i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack)
+
+
 def _active_set_kernel(kind):
     """The whole active-set solver (thesis Alg. 1), compiled for one structure ``kind``.
 
@@ -452,7 +461,7 @@ def _active_set_kernel(kind):
         first = k == 0
         if first:
             if kind == _ANY:
-                ok = _oracle(rt_kind, eta_u, eta_v, n, K, single_root, row, m, nv, work, f_mat,
+                ok = oracle_any(rt_kind, eta_u, eta_v, n, K, single_root, row, m, nv, work, f_mat,
                              i_mat, i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack)
             else:
                 ok = _oracle(kind, eta_u, eta_v, n, K, single_root, row, m, nv, work, f_mat,
@@ -495,7 +504,7 @@ def _active_set_kernel(kind):
                 for a in range(n_u):
                     w[a] = eta_u[a] - u[a]
                 if kind == _ANY:
-                    ok = _oracle(rt_kind, w, eta_v, n, K, single_root, row, m, nv, work, f_mat,
+                    ok = oracle_any(rt_kind, w, eta_v, n, K, single_root, row, m, nv, work, f_mat,
                                  i_mat, i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack)
                 else:
                     ok = _oracle(kind, w, eta_v, n, K, single_root, row, m, nv, work, f_mat,
