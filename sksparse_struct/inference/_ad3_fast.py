@@ -371,7 +371,7 @@ def pair_qp(a, b, s):
 # -- the factor kinds ---------------------------------------------------------
 
 
-@njit
+@njit(inline="always")
 def xor_factor(op, off, x, n, fs, add, inv_rho, buf):
     """Exactly one literal is 1."""
     if op == QP:
@@ -401,7 +401,7 @@ def _box_then_simplex(x, n, srt, over):
             x[i] = _clip01(x[i])
 
 
-@njit
+@njit(inline="always")
 def at_most_one_factor(op, off, x, n, fs, add, inv_rho, buf):
     """At most one literal is 1."""
     if op == QP:
@@ -418,7 +418,7 @@ def at_most_one_factor(op, off, x, n, fs, add, inv_rho, buf):
     return 0.0 if cnt <= 1.0 else -np.inf
 
 
-@njit
+@njit(inline="always")
 def or_factor(op, off, x, n, fs, add, inv_rho, buf):
     """At least one literal is 1 (implications are ORs of negated literals)."""
     if op == QP:
@@ -438,7 +438,7 @@ def or_factor(op, off, x, n, fs, add, inv_rho, buf):
     return 0.0 if cnt >= 1.0 else -np.inf
 
 
-@njit
+@njit(inline="always")
 def pair_factor(op, off, x, n, fs, add, inv_rho, buf):
     """One extra marginal ``z = x0 AND x1`` with a score."""
     if op == QP:
