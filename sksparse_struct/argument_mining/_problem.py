@@ -16,10 +16,12 @@ are the fractional marginals of its factors. The weights are laid out as
 the factor graph, :meth:`ArgumentProblem.joint_feature` is its adjoint.
 """
 
+from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
 from typing import NamedTuple
 
 import numpy as np
+from joblib import effective_n_jobs
 
 from ..inference import ad3
 from ._graph import pair_links as _pair_links
@@ -104,9 +106,11 @@ def document_potentials(coef, layout, doc):
     w_prop, w_link, w_compat, w_second = layout.split(coef)
     prop = np.asarray(doc.props @ w_prop.T)
     link = np.asarray(doc.links @ w_link.T)
-    compat = compat_rows(doc, layout) @ w_compat
+    # einsum, not BLAS: a multithreaded BLAS on these small products is slower
+    # than a plain loop, and far slower when the cores are busy.
+    compat = np.einsum("kc,cj->kj", compat_rows(doc, layout), w_compat)
     if layout.second_order and doc.triples.shape[0]:
-        pairs = w_second @ doc.second_order.T
+        pairs = np.einsum("tf,kf->tk", w_second, doc.second_order)
     else:
         pairs = np.zeros((len(layout.second_order), doc.triples.shape[0]))
     return prop, link, compat, pairs
@@ -136,19 +140,26 @@ class ArgumentProblem:
         The cost of missing a gold link (a wrong proposition label or a
         spurious link costs 1).
     ad3_options : dict
-        Passed to :func:`~sksparse_struct.inference.ad3`.
+        Passed to :func:`~sksparse_struct.inference.ad3` in the loss-augmented
+        decodings (the learner may change it between passes).
+    n_jobs : int or None, default=None
+        Threads for the tight solves of :meth:`exact_hinge_sum`.
     """
 
-    def __init__(self, documents, targets, graphs, layout, link_cost, ad3_options):
+    def __init__(self, documents, targets, graphs, layout, link_cost, ad3_options, n_jobs=None):
         self.documents = documents
         self.targets = targets
         self.graphs = graphs
         self.layout = layout
         self.link_cost = float(link_cost)
         self.ad3_options = dict(ad3_options)
+        self.n_jobs = n_jobs
         self.n_params = layout.n_params
         self.n_samples = len(documents)
         self.stat_names = ("integral", "AD3 iterations")
+        #: AD3's settings for the hinge losses of the duality gap (:meth:`hinge`).
+        self.gap_ad3_options = {"max_iter": 3000, "tol": 1e-7, "gap_tol": 1e-9}
+        self.gap_rounds = 10
         self._warm = [None] * len(documents)
         self._gold = [self._gold_structure(i) for i in range(self.n_samples)]
         self._feature_blocks = [self._blocks(doc) for doc in documents]
@@ -221,11 +232,11 @@ class ArgumentProblem:
             if indices.size:
                 parts_idx.append(indices)
                 parts_val.append(np.asarray(columns_by_row @ marg).ravel())
-        compat = compat_rows(doc, layout).T @ mu  # (n_compat, L*L*2)
+        compat = np.einsum("kc,kj->cj", compat_rows(doc, layout), mu)  # (n_compat, L*L*2)
         parts_idx.append(np.arange(s_compat.start, s_compat.stop))
         parts_val.append(compat.ravel())
         if layout.second_order:
-            second = z @ doc.second_order if z.shape[1] else np.zeros(
+            second = np.einsum("tk,kf->tf", z, doc.second_order) if z.shape[1] else np.zeros(
                 (len(layout.second_order), layout.n_second_order_features))
             parts_idx.append(np.arange(s_second.start, s_second.stop))
             parts_val.append(second.ravel())
@@ -236,6 +247,14 @@ class ArgumentProblem:
 
     def scores(self, coef, i, cost_augmented):
         """Variable and factor scores of document ``i``'s graph."""
+        return self._scores(coef, i, cost_augmented)[:2]
+
+    def _scores(self, coef, i, cost_augmented):
+        """The scores and the constant the LP drops: the links' "off" scores summed.
+
+        A structure ``m`` of the graph's LP scores ``cost_i(m) + coef .
+        psi_i(m)`` (with the cost) minus that constant.
+        """
         prop, link, compat, pairs = document_potentials(coef, self.layout, self.documents[i])
         if cost_augmented:
             target = self.targets[i]
@@ -246,7 +265,9 @@ class ArgumentProblem:
             on = target.links == 1
             link[on, 0] += self.link_cost
             link[~on, 1] += 1.0
-        return graph_scores(self.graphs[i], self.layout, prop, link, compat, pairs)
+        variable_scores, factor_scores = graph_scores(self.graphs[i], self.layout, prop, link,
+                                                      compat, pairs)
+        return variable_scores, factor_scores, float(link[:, 0].sum())
 
     def loss_augmented(self, coef, i):
         graph = self.graphs[i]
@@ -256,6 +277,43 @@ class ArgumentProblem:
         self._warm[i] = result
         m = structure_from_marginals(graph, self.layout, result.variables, result.factors)
         return m, self.cost(i, m), np.array([float(result.integral), float(result.n_iter)])
+
+    def hinge(self, coef, i):
+        """Document ``i``'s structured hinge loss, an upper bound certified by AD3's dual.
+
+        ``max_m [cost_i(m) + coef . psi_i(m)] - coef . psi_i(gold_i)``, the
+        max over the LP relaxation, solved with :attr:`gap_ad3_options`
+        (tight; up to :attr:`gap_rounds` times, each from the last one's
+        state, until converged) from the training's warm start (left as it
+        was), and bounded from above by the dual value of the solve: never
+        below the exact hinge loss, and equal to it up to the solve's
+        tolerance.
+        """
+        graph = self.graphs[i]
+        variable_scores, factor_scores, constant = self._scores(coef, i, cost_augmented=True)
+        result = self._warm[i]
+        for _ in range(self.gap_rounds):
+            # Restarted from its own state while not converged: the dual bound
+            # tightens with the iterations.
+            result = ad3(graph.graph, variable_scores, factor_scores, warm_start=result,
+                         **self.gap_ad3_options)
+            if result.converged:
+                break
+        indices, values = self.joint_feature(i, self._gold[i])
+        return float(result.dual) + constant - float(values @ coef[indices])
+
+    def exact_hinge_sum(self, coef):
+        """The sum of the hinge losses (:meth:`hinge`), for the learner's final duality gap.
+
+        On ``n_jobs`` threads; summed in the documents' order whatever their number.
+        """
+        n_threads = 1 if self.n_jobs is None else effective_n_jobs(self.n_jobs)
+        if n_threads == 1 or self.n_samples < 2:
+            hinges = [self.hinge(coef, i) for i in range(self.n_samples)]
+        else:
+            with ThreadPoolExecutor(min(n_threads, self.n_samples)) as pool:
+                hinges = list(pool.map(lambda i: self.hinge(coef, i), range(self.n_samples)))
+        return float(sum(hinges))
 
 
 def graph_scores(graph, layout, prop, link, compat, pairs):
