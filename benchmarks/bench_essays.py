@@ -134,6 +134,7 @@ def main():
         def _record(self, info):
             super()._record(info)
             self.pass_end_.append((info.n_iter, info.elapsed, info.gap is not None))
+            self.decoded_.append(getattr(info, "n_decoded", -1))
 
     lines = machine_header()
     lines.append(f"sksparse_struct from {Path(sksparse_struct.__file__).parent}")
@@ -156,7 +157,7 @@ def main():
         params[name] = ast.literal_eval(value)
     lines.append("miner: " + ", ".join(f"{k}={v!r}" for k, v in params.items()))
     miner = TimedMiner(**params)
-    miner.pass_end_ = []
+    miner.pass_end_, miner.decoded_ = [], []
     load_before = load()
     t0 = time.perf_counter()
     miner.fit(F_train, y_train)
@@ -183,6 +184,8 @@ def main():
     lines.append("seconds per pass: " + ", ".join(
         f"{b - a:.1f}" for (_, a, _), (_, b, _) in zip([(0, 0.0, False)] + miner.pass_end_,
                                                         miner.pass_end_)))
+    if miner.decoded_[0] != -1:
+        lines.append("documents decoded per pass: " + ", ".join(map(str, miner.decoded_)))
     text = "\n".join(lines + ["", rst_table(header, [row])])
     print(text)
     if args.out:
