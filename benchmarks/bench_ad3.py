@@ -1,4 +1,4 @@
-"""AD3 against the HiGHS LP on CDCP-shaped argument graphs.
+"""AD3 against the HiGHS LP on CDCP-shaped argument graphs, or against C++ AD3.
 
 One factor graph per document of the CDCP test split (its number of
 propositions counted from ``prop_offsets`` of ``<id>.ann.json``, no
@@ -25,6 +25,26 @@ fresh process with an empty ``NUMBA_CACHE_DIR``.
 Usage: ``python benchmarks/bench_ad3.py [--data DIR] [--out FILE]``; the
 data folder holds ``cdcp/test/*.ann.json`` (default:
 ``$SKSPARSE_STRUCT_SHARED_DATA``).
+
+``--families`` instead compares LP-MAP with the C++ AD3 library (Martins et
+al.; its ``ad3`` Python bindings) on several graph families: a tiny graph
+(one XOR over 3 variables: the per-call overhead), Ising-like grids,
+argument-mining graphs and dependency trees with grandparent pair factors.
+Each graph is written once as a neutral description (binary variables and
+their scores, one-of-K groups, logic, pair, dense and tree factors), from
+which this process builds a :class:`~sksparse_struct.inference.FactorGraph`
+and a subprocess in the environment holding ``ad3`` (``--ad3-python``,
+default ``$AD3_PYTHON`` or ``/work/ad3env/bin/python``) builds AD3's
+``PFactorGraph``; both solve it with eta 0.1, adaptive eta, the same
+``max_iter`` and residual threshold 1e-6, and the objectives are compared.
+``ad3`` 2.2.1 builds on Python 3.11 from its source distribution once its
+Cython files are regenerated with ``cython<3`` (``cython --cplus -2 -I.
+*.pyx`` in ``python/ad3``) and ``return 0;`` is added at the end of
+``FactorTree::RunCLE`` (``examples/cpp/parsing/FactorTree.cpp``; without it
+the tree factor crashes), then ``pip install --no-build-isolation .`` in a
+separate virtual environment::
+
+    python benchmarks/bench_ad3.py --families --out benchmarks/results/bench_ad3_cpp.txt
 """
 
 import argparse
@@ -193,6 +213,346 @@ def cold_compile_seconds():
     return float(wall), float(cpu)
 
 
+# -- LP-MAP against the C++ AD3 library, on several graph families -----------
+
+#: Run by the Python that holds ``ad3`` (a separate environment), driven
+#: through its stdin: builds a graph description (a JSON file) as a
+#: ``PFactorGraph`` and times blocks of ``solve_lp_map_ad3`` calls, answering
+#: one ``RESULT {json}`` line per command.
+_CPP_WORKER = r'''
+import json, os, re, sys, tempfile, time
+from ad3 import PFactorGraph
+
+def build(d, s):
+    g = PFactorGraph()
+    scores = d["var_scores"]
+    var = [None] * len(scores)
+    multis = []
+    for group in d["groups"]:
+        mv = g.create_multi_variable(len(group))
+        multis.append(mv)
+        for k, i in enumerate(group):
+            var[i] = mv.get_state(k)
+    for i in range(len(var)):
+        if var[i] is None:
+            var[i] = g.create_binary_variable()
+        var[i].set_log_potential(float(scores[i]))
+    for kind, vs, neg in d["logic"]:
+        g.create_factor_logic(kind, [var[i] for i in vs], [bool(x) for x in neg])
+    for x, y, sc in d["pairs"]:
+        g.create_factor_pair([var[int(x)], var[int(y)]], float(sc))
+    for groups, sc in d["dense"]:
+        g.create_factor_dense([multis[k] for k in groups], [float(x) for x in sc])
+    keep = [var, multis]
+    if d.get("tree"):
+        from ad3.extensions import PFactorTree
+        length, arcs, vs = d["tree"]
+        tree = PFactorTree()
+        g.declare_factor(tree, [var[i] for i in vs])
+        tree.initialize(length, [tuple(a) for a in arcs])
+        keep.append(tree)
+    g.set_eta_ad3(s["eta"])
+    g.adapt_eta_ad3(True)
+    g.set_max_iterations_ad3(s["max_iter"])
+    g.set_residual_threshold_ad3(s["tol"])
+    return g, keep
+
+def iterations(g):
+    # AD3 prints its iteration count at verbosity 2 (to C++ stdout)
+    sys.stdout.flush()
+    with tempfile.TemporaryFile(mode="w+") as f:
+        saved = os.dup(1)
+        os.dup2(f.fileno(), 1)
+        try:
+            g.set_verbosity(2)
+            g.solve_lp_map_ad3()
+            g.set_verbosity(0)
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        f.seek(0)
+        m = re.findall(r"Solution value after (\d+) iterations \(AD3\)", f.read())
+    return int(m[-1]) if m else -1
+
+s = json.loads(sys.argv[1])
+g = keep = None
+for line in sys.stdin:  # "load PATH" builds and solves once; "time SECONDS" times a block
+    cmd, arg = line.split(None, 1)
+    if cmd == "load":
+        with open(arg.strip()) as f:
+            d = json.load(f)
+        t0 = time.perf_counter()
+        g, keep = build(d, s)
+        build_s = time.perf_counter() - t0
+        value, post, add, status = g.solve_lp_map_ad3()
+        out = dict(value=value, status=status, iters=iterations(g), build_s=build_s)
+    else:
+        times, cpu = [], []
+        start = time.perf_counter()
+        while len(times) < s["min_reps"] or (time.perf_counter() - start < float(arg)
+                                             and len(times) < s["max_reps"]):
+            t0, c0 = time.perf_counter(), time.process_time()
+            g.solve_lp_map_ad3()
+            times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
+        out = dict(times=times, cpu=cpu)
+    print("RESULT " + json.dumps(out), flush=True)
+'''
+
+
+def _one_hot_configurations(sizes):
+    """Rows of one-hot blocks, one per joint state, the last group fastest (AD3's order)."""
+    import itertools
+
+    rows = []
+    for states in itertools.product(*[range(k) for k in sizes]):
+        row = np.zeros(sum(sizes), dtype=np.uint8)
+        start = 0
+        for k, st in zip(sizes, states):
+            row[start + st] = 1
+            start += k
+        rows.append(row)
+    return np.array(rows)
+
+
+def family_graph_ours(d):
+    """A ``FactorGraph`` and its scores from a neutral graph description."""
+    from sksparse_struct.inference import FactorGraph
+    from sksparse_struct.structures import DependencyTree
+
+    theta = np.asarray(d["var_scores"], dtype=float)
+    fg = FactorGraph(theta.shape[0])
+    fill = []
+    logic = {}
+    for kind, vs, neg in d["logic"]:
+        rows = logic.setdefault((kind, len(vs)), ([], []))
+        rows[0].append(vs)
+        rows[1].append(neg)
+    for (kind, _), (V, N) in logic.items():
+        V, N = np.array(V, dtype=np.int64), np.array(N, dtype=bool)
+        if kind in ("XOR", "ATMOSTONE"):
+            assert not N.any()
+            (fg.add_xors if kind == "XOR" else fg.add_at_most_ones)(V)
+        elif kind == "OR":
+            fg.add_ors(V, N)
+        elif kind == "IMPLY":
+            fg.add_implications(V[:, :-1], V[:, -1], N)
+        else:
+            raise ValueError(kind)
+    if d["pairs"]:
+        P = np.array(d["pairs"], dtype=float)
+        fill.append((fg.add_pairs(P[:, :2].astype(np.int64)), P[:, 2:3]))
+    groups = d["groups"]
+    dense = {}
+    for gs, sc in d["dense"]:
+        rows = dense.setdefault(tuple(len(groups[k]) for k in gs), ([], []))
+        rows[0].append(np.concatenate([groups[k] for k in gs]))
+        rows[1].append(sc)
+    for sizes, (V, S) in dense.items():
+        off = fg.add_denses(np.array(V, dtype=np.int64), _one_hot_configurations(sizes))
+        fill.append((off, np.array(S, dtype=float)))
+    if d.get("tree"):
+        length, arcs, vs = d["tree"]
+        fg.add_structure(DependencyTree(single_root=False), vs, np.zeros((length, length)))
+    fs = np.zeros(fg.n_factor_scores)
+    for off, S in fill:
+        fs[off[:, None] + np.arange(S.shape[1])] = S
+    fg.compile()
+    return fg, theta, fs
+
+
+def _graph(n_vars, rng):
+    return dict(var_scores=rng.normal(size=n_vars).tolist(), groups=[], logic=[], pairs=[],
+                dense=[], tree=None)
+
+
+def family_tiny(rng):
+    d = _graph(3, rng)
+    d["logic"].append(["XOR", [0, 1, 2], [False] * 3])
+    return d
+
+
+def family_grid(side, rng):
+    d = _graph(side * side, rng)
+    idx = np.arange(side * side).reshape(side, side)
+    edges = np.concatenate([np.column_stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()]),
+                            np.column_stack([idx[:-1].ravel(), idx[1:].ravel()])])
+    d["pairs"] = [[int(x), int(y), float(s)]
+                  for (x, y), s in zip(edges, rng.normal(size=edges.shape[0]))]
+    return d
+
+
+def family_argument(n, rng, K=5):
+    """CDCP-shaped: labels, links as off/on pairs, compat, co-parent/sibling, cdcp rules."""
+    prop = np.arange(n * K).reshape(n, K)
+    pairs, triples = candidates(n)
+    n_links = pairs.shape[0]
+    link = n * K + 2 * np.arange(n_links)[:, None] + np.arange(2)  # (off, on)
+    d = _graph(n * K + 2 * n_links, rng)
+    theta = np.zeros(n * K + 2 * n_links)
+    preferred = rng.integers(K, size=n)
+    theta[prop] = rng.normal(size=(n, K)) + 2.0 * np.eye(K)[preferred]
+    gold_on = rng.random(n_links) < 0.07
+    theta[link[:, 1]] = np.where(gold_on, rng.normal(1.0, 1.5, n_links),
+                                 rng.normal(-3.0, 1.5, n_links))
+    d["var_scores"] = theta.tolist()
+    d["groups"] = prop.tolist() + link.tolist()
+    d["logic"] = [["XOR", row, [False] * K] for row in prop.tolist()]
+    index = {(int(s), int(t)): k for k, (s, t) in enumerate(pairs)}
+    bias, adj, order = (rng.normal(0.0, 0.3, 2 * K * K) for _ in range(3))
+    for k, (s, t) in enumerate(pairs):
+        compat = bias + (abs(s - t) == 1) * adj + (s < t) * order
+        d["dense"].append([[int(s), int(t), n + k], compat.tolist()])
+    for a, b, c in triples.tolist():
+        for x, y in (((a, b), (c, b)), ((b, a), (b, c))):  # co-parent, sibling
+            d["pairs"].append([int(link[index[x], 1]), int(link[index[y], 1]),
+                               float(rng.normal(-0.1, 0.2))])
+    for (s, t), k in index.items():
+        if s < t:
+            d["logic"].append(["ATMOSTONE", [int(link[k, 1]), int(link[index[t, s], 1])],
+                               [False, False]])
+    for a, b, c in triples.tolist():
+        if (a, c) in index:
+            d["logic"].append(["IMPLY", [int(link[index[a, b], 1]), int(link[index[b, c], 1]),
+                                         int(link[index[a, c], 1])], [False] * 3])
+    return d
+
+
+def family_tree(n, rng, grandparents=True):
+    """Dependency trees over n words (any number of root children) and grandparent pairs."""
+    arcs = [(h, m) for m in range(1, n + 1) for h in range(n + 1) if h != m]
+    d = _graph(len(arcs), rng)
+    d["tree"] = [n + 1, arcs, list(range(len(arcs)))]
+    if not grandparents:
+        return d
+    index = {a: k for k, a in enumerate(arcs)}
+    for (g, h), k in index.items():
+        if h == 0:
+            continue
+        for m in range(1, n + 1):
+            if m not in (g, h):
+                d["pairs"].append([k, index[h, m], float(rng.normal(0.0, 0.5))])
+    return d
+
+
+def families(seed=0):
+    rng = np.random.default_rng(seed)
+    out = [("tiny (XOR of 3)", "3 variables", family_tiny(rng))]
+    for side in (10, 30):
+        out.append(("grid (pairs)", f"{side}x{side}", family_grid(side, rng)))
+    for n in (5, 10, 20, 30):
+        out.append(("argument mining", f"{n} props", family_argument(n, rng)))
+    out.append(("tree alone", "20 words", family_tree(20, rng, grandparents=False)))
+    for n in (10, 20):
+        out.append(("tree + grandparents", f"{n} words", family_tree(n, rng)))
+    return out
+
+
+def time_block(solve, budget, settings):
+    """Wall-clock and CPU seconds of repeated ``solve()`` calls for about ``budget`` seconds."""
+    times, cpu = [], []
+    start = time.perf_counter()
+    while len(times) < settings["min_reps"] or (time.perf_counter() - start < budget
+                                                and len(times) < settings["max_reps"]):
+        t0, c0 = time.perf_counter(), time.process_time()
+        solve()
+        times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    return times, cpu
+
+
+class CppAD3:
+    """The C++ AD3 library in a subprocess of the environment that holds it."""
+
+    def __init__(self, ad3_python, settings):
+        self.proc = subprocess.Popen([ad3_python, "-c", _CPP_WORKER, json.dumps(settings)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, bufsize=1)
+
+    def ask(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        for out in self.proc.stdout:
+            if out.startswith("RESULT "):
+                return json.loads(out[7:])
+        raise RuntimeError("the ad3 subprocess stopped (see its stderr above)")
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def ad3_version(ad3_python):
+    code = "import ad3, sys; print(getattr(ad3, '__version__', '?'), sys.version.split()[0])"
+    out = subprocess.run([ad3_python, "-c", code], capture_output=True, text=True)
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def compare_families(ad3_python, max_iter, budget, out_path=None, rounds=5):
+    from sksparse_struct.inference import ad3
+
+    settings = dict(eta=0.1, max_iter=max_iter, tol=1e-6, min_reps=1, max_reps=2000)
+    lines = machine_header()
+    version = ad3_version(ad3_python)
+    if version is None:
+        print(f"skipped: {ad3_python} cannot import ad3 (see the docstring to build it)")
+        return
+    lines.append(f"C++ AD3 {version.split()[0]} (Python {version.split()[1]} bindings, "
+                 f"{ad3_python}); both: eta=0.1 adaptive, max_iter={max_iter}, residual "
+                 f"threshold 1e-6; median over repeated solves of one graph, {rounds} "
+                 f"alternating rounds of about {budget / rounds:g} s per side (at least one "
+                 f"solve each)")
+    header = ["family", "size", "vars / factors", "ours ms/solve", "C++ ms/solve",
+              "ours / C++", "(CPU time)", "iterations ours / C++", "converged ours / C++ status",
+              "rel. obj. diff", "load"]
+    rows = []
+    cpp = CppAD3(ad3_python, settings)
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, (family, size, d) in enumerate(families()):
+            path = os.path.join(tmp, f"graph{k}.json")
+            with open(path, "w") as f:
+                json.dump(d, f)
+            fg, theta, fs = family_graph_ours(d)
+
+            def solve():
+                return ad3(fg, theta, fs, eta=settings["eta"], adaptive_eta=True,
+                           max_iter=settings["max_iter"], tol=settings["tol"])
+
+            r = solve()  # warm-up (and compile)
+            info = cpp.ask(f"load {path}")
+            ours, theirs, ours_cpu, theirs_cpu = [], [], [], []
+            for _ in range(rounds):  # alternate, so that both sides see the same load
+                wall, cpu = time_block(solve, budget / rounds, settings)
+                ours += wall
+                ours_cpu += cpu
+                block = cpp.ask(f"time {budget / rounds}")
+                theirs += block["times"]
+                theirs_cpu += block["cpu"]
+            ours_ms, cpp_ms = 1e3 * np.median(ours), 1e3 * np.median(theirs)
+            cpu_ratio = np.median(ours_cpu) / np.median(theirs_cpu)
+            rel = abs(r.primal - info["value"]) / max(1.0, abs(info["value"]))
+            load = os.getloadavg()[0]
+            rows.append([family, size, f"{fg.n_variables} / {fg.n_factors}",
+                         fmt(ours_ms, 3), fmt(cpp_ms, 3), fmt(ours_ms / cpp_ms),
+                         fmt(cpu_ratio),
+                         f"{r.n_iter} / {info['iters']}",
+                         f"{'yes' if r.converged else 'no'} / {info['status']}",
+                         f"{rel:.1e}", f"{load:.2f}"])
+            print(rst_table(header, rows[-1:]) + f"  (solves timed {len(ours)} / "
+                  f"{len(theirs)})", flush=True)
+    cpp.close()
+    lines.append(f"load average after the run (1, 5, 15 min): "
+                 + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    lines += ["", rst_table(header, rows), "",
+              "C++ status: 0 integral, 1 fractional, 2 infeasible, 3 not solved "
+              "(iteration limit); ms/solve: median wall clock; (CPU time): the ratio of the "
+              "median CPU times; load: 1-minute load average after the row"]
+    report = "\n".join(lines)
+    print(report)
+    if out_path:
+        Path(out_path).write_text(report + "\n")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=None, help="folder holding cdcp/test")
@@ -206,7 +566,20 @@ def main():
     parser.add_argument("--trained-passes", type=int, default=15,
                         help="also time the graphs scored by a strict model trained for this "
                         "many passes on the training split (0: skip)")
+    parser.add_argument("--families", action="store_true",
+                        help="compare LP-MAP with the C++ AD3 library on several graph "
+                        "families instead")
+    parser.add_argument("--ad3-python", default=os.environ.get("AD3_PYTHON",
+                                                                "/work/ad3env/bin/python"),
+                        help="Python of the environment holding the ad3 bindings")
+    parser.add_argument("--max-iter", type=int, default=1000,
+                        help="AD3 iterations per solve (--families)")
+    parser.add_argument("--budget", type=float, default=2.5,
+                        help="seconds of repeated solves per graph and side (--families)")
     args = parser.parse_args()
+    if args.families:
+        compare_families(args.ad3_python, args.max_iter, args.budget, args.out)
+        return
     data_dir = Path(args.data) if args.data else default_data_dir()
     if data_dir is None or not (data_dir / "cdcp" / "test").is_dir():
         print("skipped: no CDCP data; pass --data DIR or set SKSPARSE_STRUCT_SHARED_DATA")
