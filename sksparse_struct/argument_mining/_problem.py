@@ -158,7 +158,7 @@ class ArgumentProblem:
         self.n_samples = len(documents)
         self.stat_names = ("integral", "AD3 iterations")
         #: AD3's settings for the hinge losses of the duality gap (:meth:`hinge`).
-        self.gap_ad3_options = {"max_iter": 3000, "tol": 1e-7, "gap_tol": 1e-9}
+        self.gap_ad3_options = {"max_iter": 2000, "tol": 1e-7, "gap_tol": 1e-7}
         self.gap_rounds = 10
         self._warm = [None] * len(documents)
         self._gold = [self._gold_structure(i) for i in range(self.n_samples)]
