@@ -513,7 +513,9 @@ def structure_factor(op, st, work, j, off, x, n, fs, add, inv_rho):
     """A distribution over the structures of a ``Structure`` (its compiled oracle).
 
     ``QP`` is SparseMAP on the shifted scores, by the compiled active set
-    warm-started from the factor's support of the previous iteration.
+    warm-started from the factor's support of the previous iteration and
+    cut at ``max_iter`` steps (a few: the targets move little between
+    iterations, and AD3 converges with inexact warm-started subproblems).
     """
     kind = st.kind[j]
     size = st.n[j]

@@ -484,9 +484,16 @@ class FactorGraph:
         )
 
 
+# Active-set iterations per AD3 iteration on a structure factor. The active
+# set is warm-started from the previous iteration's support, so a few steps
+# follow the slowly moving targets (AD3's C++ library also caps its inner
+# solves); a full solve each time costs more than it saves.
+_STRUCTURE_QP_ITER = 10
+
+
 def _structure_table(structures):
     """The structure factors' compiled oracles, fixed scores and active-set limits."""
-    from ._sparsemap import _METHOD_DEFAULTS, _active_set_max_iter
+    from ._sparsemap import _METHOD_DEFAULTS
 
     tol = _METHOD_DEFAULTS["active_set"][1]
     kind, n, K, root, max_iter, eta_u, eta_v = [], [], [], [], [], [], []
@@ -496,7 +503,7 @@ def _structure_table(structures):
         n.append(spec.n)
         K.append(spec.K)
         root.append(spec.single_root)
-        max_iter.append(_active_set_max_iter(spec.n))
+        max_iter.append(_STRUCTURE_QP_ITER)
         eta_u.append(parts.eta_u)
         eta_v.append(parts.eta_v)
 
