@@ -196,17 +196,10 @@ def test_cdcp_rounding_keeps_a_feasible_link_set():
 # --- a 60-proposition paragraph ----------------------------------------------
 
 
-# AD3 sizes the dense factors' workspace by the largest factor of any kind:
-# with a tree factor over 60 propositions (3,600 parts) it asks for
-# n_dense * 3602**2 floats (issue 25, the engine's part).
-TREE_60_MEMORY = pytest.mark.xfail(raises=MemoryError, strict=False,
-                                   reason="AD3's dense workspace sized by the tree factor")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("constraints, decode", [
     ("cdcp_strict", "exact"), ("cdcp_strict", "lp"),
-    pytest.param("tree_strict", "exact", marks=TREE_60_MEMORY)])
+    ("tree_strict", "exact"), ("tree_strict", "lp")])
 def test_decoding_a_60_proposition_paragraph_finishes_within_the_constraints(constraints,
                                                                              decode):
     # 60 propositions, 3,540 candidate links, 205,320 transitivity implications.
@@ -268,7 +261,7 @@ def test_a_small_node_budget_is_reported():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("constraints", ["cdcp", pytest.param("tree", marks=TREE_60_MEMORY)])
+@pytest.mark.parametrize("constraints", ["cdcp", "tree"])
 def test_a_fit_pass_on_a_60_proposition_paragraph_finishes(constraints):
     rng = np.random.RandomState(7)
     doc = paragraph_document(rng, 60)
