@@ -146,6 +146,23 @@ def average_into(w, w_sum, last, n_steps, out):
 
 
 @njit
+def _count_step(state, i, gamma, cost):
+    """Move block ``i``'s cost by the step ``gamma`` towards ``cost``; count the step.
+
+    ``sums[0]`` is the sum of the blocks' costs, ``sums[1]`` its running
+    weighted sum for the averaged dual.
+    """
+    if gamma > 0.0:
+        old = state.block_cost[i]
+        new = old + gamma * (cost - old)
+        state.sums[0] += new - old
+        state.block_cost[i] = new
+    k = state.counter[0] + 1
+    state.counter[0] = k
+    state.sums[1] += k * state.sums[0]
+
+
+@njit
 def step(state, i, m, cost, indices, values):
     """One step on block ``i``: towards the decoded structure ``m`` of cost ``cost``.
 
@@ -170,13 +187,7 @@ def step(state, i, m, cost, indices, values):
         block = state.blocks[state.block_ptr[i]:state.block_ptr[i + 1]]
         for j in range(block.shape[0]):
             block[j] += gamma * (m[j] - block[j])
-        old = state.block_cost[i]
-        new = old + gamma * (cost - old)
-        state.sums[0] += new - old
-        state.block_cost[i] = new
-    k += 1
-    state.counter[0] = k
-    state.sums[1] += k * state.sums[0]
+    _count_step(state, i, gamma, cost)
     return -1
 
 
@@ -233,13 +244,7 @@ def plane_step(state, i, support, psi_block, plane, cost, diff):
         move(state.w, state.w_sum, state.last, k, support, diff, gamma * C, state.average)
         for t in range(support.shape[0]):
             psi_block[t] += gamma * (plane[t] - psi_block[t])
-        old = state.block_cost[i]
-        new = old + gamma * (cost - old)
-        state.sums[0] += new - old
-        state.block_cost[i] = new
-    k += 1
-    state.counter[0] = k
-    state.sums[1] += k * state.sums[0]
+    _count_step(state, i, gamma, cost)
     return gamma
 
 
