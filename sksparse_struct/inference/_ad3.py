@@ -261,7 +261,16 @@ def ad3(graph, variable_scores, factor_scores=None, *, eta=0.1, adaptive_eta=Tru
     -------
     result : AD3Result
         ``variables``, ``factors``, ``primal``, ``dual``, ``integral``,
-        ``n_iter``, ``converged``, ``eta`` and the state for warm starts.
+        ``n_iter``, ``converged``, ``eta``, the state for warm starts and
+        the last iteration's residuals.
+
+    Raises
+    ------
+    ValueError
+        For scores that are not finite, or so large that the objective
+        overflows float64. (Scores above 2**60 in magnitude are scaled down
+        by a power of two before solving, which leaves the solution
+        unchanged, and the objectives scaled back.)
 
     Examples
     --------

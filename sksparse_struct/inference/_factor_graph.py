@@ -9,9 +9,11 @@ and factors of two sorts:
   implications (an OR of negated antecedents and the consequent);
 - *scored* factors, which add marginals of their own with scores given at
   solve time: the pair factor (``z = x AND y``), the dense factor (a
-  distribution over given configurations of its variables) and any
-  :class:`~sksparse_struct.structures.Structure` whose unary parts are bound
-  to variables.
+  distribution over given configurations of its variables) and structures
+  with a compiled MAP oracle
+  (:meth:`~sksparse_struct.structures.Structure.compiled_oracle`:
+  dependency trees, label sequences) whose unary parts are bound to
+  variables.
 
 The scores of the scored factors are one flat array, concatenated in the
 order the factors were added; ``factor_offsets`` gives each factor's slice.
