@@ -141,9 +141,9 @@ def _checked_scores(graph, variable_scores, factor_scores, caller):
 _LARGE_SCORE = 2.0 ** 60
 
 
-def _score_scale(top):
-    """A power of two bringing the largest score ``top`` to at most 1, or 1.0 if not needed."""
-    if top <= _LARGE_SCORE:
+def _score_scale(top, limit=_LARGE_SCORE):
+    """A power of two bringing the largest score ``top`` to at most 1 (1.0 if ``top <= limit``)."""
+    if top <= limit:
         return 1.0
     return 2.0 ** -math.ceil(math.log2(top))
 
@@ -303,7 +303,8 @@ def ad3(graph, variable_scores, factor_scores=None, *, eta=0.1, adaptive_eta=Tru
     n_iter, converged, eta, primal, dual, primal_res, dual_res, integral, _ = _solve(
         cg, theta, fs, _NOT_FIXED, state, options, "ad3")
     n = cg.n_variables
-    return AD3Result(variables=state[:n].copy(), factors=state[state.shape[0] - cg.n_scores:].copy(),
+    extras = state[state.shape[0] - cg.n_scores:]
+    return AD3Result(variables=state[:n].copy(), factors=extras.copy(),
                      primal=_unscale(primal, scale, "ad3"), dual=_unscale(dual, scale, "ad3"),
                      integral=integral, n_iter=n_iter, converged=converged, eta=eta,
                      state=(state, scale, (n, cg.slot_var.shape[0], cg.n_scores)),

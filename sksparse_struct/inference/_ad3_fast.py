@@ -44,6 +44,7 @@ from numba.typed import List
 
 from ..utils._numba import njit
 from ._sparsemap_fast import (
+    DEPENDENT_TOL,
     active_set_any,
     active_set_workspace,
     bordered_inverse_delete,
@@ -65,9 +66,6 @@ BEST = 1
 CHECK = 2
 
 _DEP_TOL = 1e-9
-# Affine dependence threshold of the structure factors' active sets
-# (SparseMAP's, ``_sparsemap._DEPENDENT_TOL``).
-_STRUCT_DEP_TOL = 1e-10
 # Step of the multiplier update, relative to the penalty: ADMM converges for
 # any value in (0, (1 + sqrt 5) / 2); 1.5 takes about half the iterations of 1
 # on the fractional LPs of argument mining.
@@ -533,7 +531,7 @@ def structure_factor(op, st, work, j, off, x, n, fs, add, inv_rho):
         for a in range(n_v):
             ev[a] = (fixed_v[a] + fs[off + a]) * inv_rho
         ws, k, _, _, _, status = active_set_any(
-            eu, ev, size, K, root, st.max_iter[j], st.tol[j], _STRUCT_DEP_TOL, kind, ws,
+            eu, ev, size, K, root, st.max_iter[j], st.tol[j], DEPENDENT_TOL, kind, ws,
             work.struct_k[j])
         work.struct_ws[j] = ws
         work.struct_k[j] = k

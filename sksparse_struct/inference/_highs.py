@@ -14,7 +14,6 @@ of ``factor_scores`` (and flows for tree factors); rows are
   for the MILP).
 """
 
-import math
 from numbers import Real
 
 import numpy as np
@@ -23,7 +22,7 @@ from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from ..structures import DependencyTree
 from ..structures._tree import tree_options
-from ._ad3 import AD3Result, MAPResult, _unscale, check_graph_scores
+from ._ad3 import AD3Result, MAPResult, _score_scale, _unscale, check_graph_scores
 from ._ad3_fast import AT_MOST_ONE, DENSE, OR, PAIR, XOR
 
 __all__ = ["highs_lp", "milp_map"]
@@ -208,8 +207,7 @@ _HIGHS_LARGE_COST = 2.0 ** 40
 
 
 def _cost_scale(c):
-    top = float(np.abs(c[np.isfinite(c)]).max(initial=0.0))
-    return 1.0 if top <= _HIGHS_LARGE_COST else 2.0 ** -math.ceil(math.log2(top))
+    return _score_scale(float(np.abs(c[np.isfinite(c)]).max(initial=0.0)), _HIGHS_LARGE_COST)
 
 
 def highs_lp(graph, variable_scores, factor_scores=None):
@@ -252,7 +250,8 @@ def highs_lp(graph, variable_scores, factor_scores=None):
     A_ub = sp.vstack([A[up], -A[down]]).tocsr()
     b_ub = np.concatenate([hi[up], -lo[down]])
     scale = _cost_scale(c)
-    res = linprog(-c * scale, A_ub=A_ub if A_ub.shape[0] else None, b_ub=b_ub if A_ub.shape[0] else None,
+    res = linprog(-c * scale, A_ub=A_ub if A_ub.shape[0] else None,
+                  b_ub=b_ub if A_ub.shape[0] else None,
                   A_eq=A[eq] if eq.any() else None, b_eq=lo[eq] if eq.any() else None,
                   bounds=np.column_stack(bounds), method="highs")
     if res.status == 2:
@@ -316,7 +315,8 @@ def milp_map(graph, variable_scores, factor_scores=None, *, time_limit=None, gap
     if gap_tol is not None:
         options["mip_rel_gap"] = gap_tol
     cons = [LinearConstraint(A, lo, hi)] if A.shape[0] else []
-    res = milp(-c * _cost_scale(c), constraints=cons, integrality=integrality, bounds=Bounds(*bounds),
+    res = milp(-c * _cost_scale(c), constraints=cons, integrality=integrality,
+               bounds=Bounds(*bounds),
                options=options)
     if res.x is None:
         if res.status == 2:

@@ -49,6 +49,7 @@ from ..structures._tree import no_tree_error
 from ..utils._reporting import warn
 from ..utils._validation import check_positive_scalar
 from ._sparsemap_fast import (
+    DEPENDENT_TOL,
     active_set_projective_tree,
     active_set_sequence,
     active_set_tree,
@@ -83,8 +84,9 @@ _MIN_ITER = 1000
 _ITER_PER_PART = 10
 
 # Squared distance (relative to ||m||^2) below which a new structure counts as
-# an affine combination of the current support (singular KKT matrix).
-_DEPENDENT_TOL = 1e-10
+# an affine combination of the current support (singular KKT matrix); one
+# value for every active set, defined beside the kernels.
+_DEPENDENT_TOL = DEPENDENT_TOL
 
 
 class SparseMAPResult:

@@ -31,6 +31,12 @@ from ..structures._sequence_fast import viterbi
 from ..utils._numba import njit
 
 
+# Squared distance (relative) under which a structure counts as an affine
+# combination of the support: SparseMAP's active sets, in Python, compiled
+# and inside AD3's structure factors.
+DEPENDENT_TOL = 1e-10
+
+
 @njit
 def masked_dot(a, b):
     """``a . b`` over the entries where ``b`` is nonzero, summed in index order.
