@@ -669,39 +669,41 @@ def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, av
     n_iter = 0
     t0 = time.perf_counter()
     progress = Progress("minimize_bcfw", verbose, "pass", max_iter)
-    for n_iter in range(1, max_iter + 1):
-        order = rng.permutation(n)
-        total = None if compiled_pass is None else compiled_pass(state, order)
-        if total is not None:
-            n_decoded = n
-        elif cache is not None:
-            total, n_decoded = cache_pass(order)
-        else:
-            total, n_decoded = python_pass(order)
-        weights, cost_term = returned_weights()
-        dual = -0.5 * float(weights @ weights) + C * cost_term
-        dual_curve.append(dual)
-        stats_curve.append(total)
-        decoded_curve.append(n_decoded)
-        this_gap = None
-        if gap_every and (n_iter % gap_every == 0 or n_iter == max_iter):
-            this_gap = gap = duality_gap(n_iter, weights, cost_term, n_iter == max_iter)
-            converged = tol > 0 and gap.gap <= tol * abs(gap.primal)
-            if converged and exact_hinge_sum is not None and n_iter < max_iter:
-                # The last gap is the exact one, and decides.
-                this_gap = gap = duality_gap(n_iter, weights, cost_term, True)
-                converged = gap.gap <= tol * abs(gap.primal)
-            history.append(gap)
-        elapsed = time.perf_counter() - t0
-        progress.update(n_iter, _fields(dual, this_gap, total, max(n_decoded, 1), names),
-                        force=this_gap is not None or converged)
-        if callback is not None:
-            callback(BCFWPass(n_iter, total, n, dual, this_gap, int(state.counter[0]), elapsed,
-                              n_decoded))
-        if converged:
-            break
-    if pool is not None:
-        pool.shutdown()
+    try:
+        for n_iter in range(1, max_iter + 1):
+            order = rng.permutation(n)
+            total = None if compiled_pass is None else compiled_pass(state, order)
+            if total is not None:
+                n_decoded = n
+            elif cache is not None:
+                total, n_decoded = cache_pass(order)
+            else:
+                total, n_decoded = python_pass(order)
+            weights, cost_term = returned_weights()
+            dual = -0.5 * float(weights @ weights) + C * cost_term
+            dual_curve.append(dual)
+            stats_curve.append(total)
+            decoded_curve.append(n_decoded)
+            this_gap = None
+            if gap_every and (n_iter % gap_every == 0 or n_iter == max_iter):
+                this_gap = gap = duality_gap(n_iter, weights, cost_term, n_iter == max_iter)
+                converged = tol > 0 and gap.gap <= tol * abs(gap.primal)
+                if converged and exact_hinge_sum is not None and n_iter < max_iter:
+                    # The last gap is the exact one, and decides.
+                    this_gap = gap = duality_gap(n_iter, weights, cost_term, True)
+                    converged = gap.gap <= tol * abs(gap.primal)
+                history.append(gap)
+            elapsed = time.perf_counter() - t0
+            progress.update(n_iter, _fields(dual, this_gap, total, max(n_decoded, 1), names),
+                            force=this_gap is not None or converged)
+            if callback is not None:
+                callback(BCFWPass(n_iter, total, n, dual, this_gap, int(state.counter[0]), elapsed,
+                                  n_decoded))
+            if converged:
+                break
+    finally:
+        if pool is not None:
+            pool.shutdown()
     weights, _ = returned_weights()
     return BCFWResult(weights.copy(), w.copy(), n_iter, int(state.counter[0]), converged, gap,
                       history, dual_curve, stats_curve, decoded_curve)
