@@ -1,9 +1,16 @@
 """Structured inference: SparseMAP over any :class:`~sksparse_struct.structures.Structure`,
-and LP-MAP / exact MAP inference over factor graphs (AD3, branch-and-bound, HiGHS)."""
+LP-MAP / exact MAP inference over factor graphs (AD3, branch-and-bound, HiGHS), and
+LP-SparseMAP over factor graphs (with its backward pass)."""
 
 from ._ad3 import AD3Result, MAPResult, ad3, ad3_map
 from ._factor_graph import FactorGraph
 from ._highs import highs_lp, milp_map
+from ._lp_sparsemap import (
+    LPSparseMAPResult,
+    lp_sparsemap,
+    lp_sparsemap_backward,
+    lp_sparsemap_jvp,
+)
 from ._sparsemap import (
     SparseMAPResult,
     sparsemap,
@@ -15,11 +22,15 @@ from ._sparsemap import (
 __all__ = [
     "AD3Result",
     "FactorGraph",
+    "LPSparseMAPResult",
     "MAPResult",
     "SparseMAPResult",
     "ad3",
     "ad3_map",
     "highs_lp",
+    "lp_sparsemap",
+    "lp_sparsemap_backward",
+    "lp_sparsemap_jvp",
     "milp_map",
     "sparsemap",
     "sparsemap_backward",

@@ -164,9 +164,10 @@ def _initial_state(cg):
     return state
 
 
-def _options(eta, adaptive, max_iter, tol, lower_bound=-np.inf, gap_tol=0.0):
+def _options(eta, adaptive, max_iter, tol, lower_bound=-np.inf, gap_tol=0.0, quadratic=0.0):
     """The solver's options array (positions ``_ad3_fast.OPT_*``)."""
-    options = np.array([eta, adaptive, max_iter, tol, lower_bound, gap_tol], dtype=np.float64)
+    options = np.array([eta, adaptive, max_iter, tol, lower_bound, gap_tol, quadratic],
+                       dtype=np.float64)
     assert options.shape[0] == N_OPTIONS
     return options
 
@@ -202,11 +203,12 @@ def _check_solver_args(eta, max_iter, tol, caller):
         raise ValueError(f"{caller}: tol must be a positive number, got {tol!r}.")
 
 
-def _warm_state(cg, warm_start, scale, caller):
+def _warm_state(cg, warm_start, scale, caller, result_type=AD3Result):
     if warm_start is None:
         return _initial_state(cg), None
-    if not isinstance(warm_start, AD3Result) or warm_start.state is None:
-        raise ValueError(f"{caller}: warm_start must be an AD3Result returned by ad3.")
+    if not isinstance(warm_start, result_type) or warm_start.state is None:
+        raise ValueError(f"{caller}: warm_start must be a {result_type.__name__} returned by "
+                         f"{caller}.")
     state, old_scale, key = warm_start.state
     if key != (cg.n_variables, cg.slot_var.shape[0], cg.n_scores):
         raise ValueError(f"{caller}: warm_start comes from a different factor graph.")

@@ -32,6 +32,16 @@ one line in :func:`factor_op`, the table the solver dispatches through:
 The penalty of the augmented Lagrangian is ``rho = 2 * eta`` (AD3's
 convention); the literals' targets are ``x_s = u[v] + (theta[v] / deg[v] +
 lam[s]) / rho``.
+
+**LP-SparseMAP** (Niculae & Martins 2020) is the same loop with the option
+``OPT_QUADRATIC = c > 0``: the objective gains ``-c/2 ||u||^2`` on the
+variables. The quadratic goes into the consensus step, not into the
+factors: ``u`` maximises ``-c/2 u^2 - u sum(lam) - rho/2 sum((q - u)^2)``
+over [0, 1] (a clipped closed form), so every factor keeps its Euclidean
+projection and the multipliers of a variable no longer sum to zero (at the
+solution they sum to ``-c u``). This is ADMM with the consensus variable
+carrying the strongly concave term; it converges to the same optimum as
+the per-factor split of Niculae & Martins.
 """
 
 from typing import NamedTuple
@@ -761,7 +771,8 @@ OPT_MAX_ITER = 2
 OPT_TOL = 3
 OPT_LOWER_BOUND = 4
 OPT_GAP_TOL = 5
-N_OPTIONS = 6
+OPT_QUADRATIC = 6
+N_OPTIONS = 7
 
 
 @njit
@@ -923,13 +934,15 @@ def local_step(ctx, share, u, lam, inv_rho, fs, q, add, factor_active, var_activ
 
 
 @njit
-def consensus(graph, fixed, theta, state, rho, var_active, factor_active, refresh):
+def consensus(graph, fixed, theta, state, rho, var_active, factor_active, refresh, quad):
     """Average the copies into ``u``, update the multipliers; the residuals.
 
-    Returns ``(primal_residual, dual_residual)`` as root mean squares over the
-    slots (AD3's definitions: the dual residual weighs each variable's change
-    by its degree). Fixed variables (``fixed >= 0``) keep their value;
-    variables in no factor take their best value.
+    With the quadratic ``quad > 0`` (LP-SparseMAP), ``u`` is the maximiser of
+    ``-quad/2 u^2 - u sum(lam) - rho/2 sum((q - u)^2)`` over [0, 1] instead of
+    the average. Returns ``(primal_residual, dual_residual)`` as root mean
+    squares over the slots (AD3's definitions: the dual residual weighs each
+    variable's change by its degree). Fixed variables (``fixed >= 0``) keep
+    their value; variables in no factor take their best value.
     """
     deg, v_ptr, v_slots, slot_factor = graph.deg, graph.v_ptr, graph.v_slots, graph.slot_factor
     u, q, lam = state.u, state.q, state.lam
@@ -941,6 +954,8 @@ def consensus(graph, fixed, theta, state, rho, var_active, factor_active, refres
         if d == 0:
             if fixed[i] >= 0:
                 u[i] = float(fixed[i])
+            elif quad > 0.0:
+                u[i] = _clip01(theta[i] / quad)
             else:
                 u[i] = 1.0 if theta[i] > 0.0 else 0.0
             continue
@@ -950,6 +965,13 @@ def consensus(graph, fixed, theta, state, rho, var_active, factor_active, refres
         prev = u[i]
         if fixed[i] >= 0:
             new = float(fixed[i])
+        elif quad > 0.0:
+            tot = 0.0
+            tot_lam = 0.0
+            for e in range(v_ptr[i], v_ptr[i + 1]):
+                tot += q[v_slots[e]]
+                tot_lam += lam[v_slots[e]]
+            new = _clip01((rho * tot - tot_lam) / (quad + rho * d))
         else:
             tot = 0.0
             for e in range(v_ptr[i], v_ptr[i + 1]):
@@ -982,8 +1004,21 @@ def adapt_eta(eta, primal_res, dual_res):
 
 
 @njit
-def dual_value(ctx, theta, lam, fs, fixed):
-    """The Lagrangian dual ``g(lam)``, an upper bound on the LP (and the MAP)."""
+def _box_quadratic_max(s, quad):
+    """``max over u in [0, 1] of s u - quad/2 u^2``."""
+    if quad == 0.0:
+        return max(0.0, s)
+    best = _clip01(s / quad)
+    return s * best - 0.5 * quad * best * best
+
+
+@njit
+def dual_value(ctx, theta, lam, fs, fixed, quad):
+    """The Lagrangian dual ``g(lam)``, an upper bound on the LP (and the MAP).
+
+    With ``quad > 0``, of the LP-SparseMAP objective: each variable's term
+    is the best of ``-u sum(lam) - quad/2 u^2`` over [0, 1].
+    """
     g = ctx.graph
     deg = g.deg
     n_vars = deg.shape[0]
@@ -1013,23 +1048,25 @@ def dual_value(ctx, theta, lam, fs, fixed):
     for i in range(n_vars):
         if deg[i] == 0:
             if fixed[i] >= 0:
-                total += theta[i] * fixed[i]
+                total += theta[i] * fixed[i] - 0.5 * quad * fixed[i] * fixed[i]
             else:
-                total += max(0.0, theta[i])
+                total += _box_quadratic_max(theta[i], quad)
         elif fixed[i] >= 0:
-            total -= fixed[i] * lam_sum[i]
+            total -= fixed[i] * lam_sum[i] + 0.5 * quad * fixed[i] * fixed[i]
         else:
-            total += max(0.0, -lam_sum[i])
+            total += _box_quadratic_max(-lam_sum[i], quad)
     return total
 
 
 @njit
-def primal_value(ctx, theta, fs, state):
-    """``theta . u + fs . add`` plus the structure factors' fixed part scores."""
+def primal_value(ctx, theta, fs, state, quad):
+    """``theta . u + fs . add - quad/2 ||u||^2`` plus the structure factors' fixed part scores."""
     u, q, add = state.u, state.q, state.add
     primal = 0.0
     for i in range(u.shape[0]):
         primal += theta[i] * u[i]
+        if quad > 0.0:
+            primal -= 0.5 * quad * u[i] * u[i]
     for i in range(add.shape[0]):
         primal += fs[i] * add[i]
     return primal + structure_primal(ctx, q, add)
@@ -1064,6 +1101,7 @@ def ad3_solve(data, theta, fs, fixed, flat_state, opts):
     tol = opts[OPT_TOL]
     lower_bound = opts[OPT_LOWER_BOUND]
     gap_tol = opts[OPT_GAP_TOL]
+    quad = opts[OPT_QUADRATIC]
     share = np.empty(n_vars)
     for i in range(n_vars):
         share[i] = theta[i] / deg[i] if deg[i] > 0 else 0.0
@@ -1082,21 +1120,23 @@ def ad3_solve(data, theta, fs, fixed, flat_state, opts):
         if status != 0:
             return t, False, eta, np.nan, np.nan, primal_res, dual_res, False, status
         primal_res, dual_res = consensus(graph, fixed, theta, state, rho, var_active,
-                                         factor_active, refresh)
+                                         factor_active, refresh, quad)
         t += 1
         if primal_res < tol and dual_res < tol:
             converged = True
             break
         if (lower_bound > -np.inf or gap_tol > 0.0) and t % DUAL_EVERY == 0:
-            bound = dual_value(ctx, theta, lam, fs, fixed)
+            bound = dual_value(ctx, theta, lam, fs, fixed, quad)
             if bound < lower_bound:
                 break
             if gap_tol > 0.0:
-                primal = primal_value(ctx, theta, fs, state)
+                primal = primal_value(ctx, theta, fs, state, quad)
                 if abs(bound - primal) <= gap_tol * max(1.0, abs(bound)):
                     converged = True
                     break
-        refresh = t % DUAL_EVERY == 0
+        # AD3's caching skips factors whose variables did not move; with the
+        # quadratic a settled variable still moves with its multipliers.
+        refresh = t % DUAL_EVERY == 0 or quad > 0.0
         if adaptive and (t - 1) % ADAPT_EVERY == 0:
             eta, changed = adapt_eta(eta, primal_res, dual_res)
             if changed:
@@ -1106,8 +1146,8 @@ def ad3_solve(data, theta, fs, fixed, flat_state, opts):
         if min(abs(u[i]), abs(1.0 - u[i])) > INTEGRAL_TOL:
             integral = False
             break
-    return (t, converged, eta, primal_value(ctx, theta, fs, state),
-            dual_value(ctx, theta, lam, fs, fixed), primal_res, dual_res, integral, 0)
+    return (t, converged, eta, primal_value(ctx, theta, fs, state, quad),
+            dual_value(ctx, theta, lam, fs, fixed, quad), primal_res, dual_res, integral, 0)
 
 
 @njit
