@@ -49,10 +49,12 @@ from ..structures._tree import no_tree_error
 from ..utils._reporting import warn
 from ..utils._validation import check_positive_scalar
 from ._sparsemap_fast import (
-    DEPENDENT_TOL,
+    SPARSEMAP_OPTIONS,
+    SparseMAPOptions,
     active_set_projective_tree,
     active_set_sequence,
     active_set_tree,
+    iteration_limit,
     kkt_delete,
     kkt_insert,
     masked_dot,
@@ -61,7 +63,9 @@ from ._sparsemap_fast import (
 )
 
 __all__ = [
+    "SparseMAPOptions",
     "SparseMAPResult",
+    "check_options",
     "sparsemap",
     "sparsemap_parts",
     "sparsemap_backward",
@@ -69,24 +73,18 @@ __all__ = [
 ]
 
 # method -> (default max_iter, default tol); see the docstring of sparsemap.
-# The active set's default depends on the size of the structures (None here,
-# see _active_set_max_iter).
+# The active set's are SPARSEMAP_OPTIONS' (max_iter None: it depends on the
+# size of the structures, see iteration_limit).
 _METHOD_DEFAULTS = {
-    "active_set": (None, 1e-9),
+    "active_set": (SPARSEMAP_OPTIONS.max_iter, SPARSEMAP_OPTIONS.tol),
     "frank_wolfe": (1000, 1e-6),
     "away_step": (1000, 1e-6),
     "pairwise": (1000, 1e-6),
 }
 
-# The active set's default max_iter: max(_MIN_ITER, _ITER_PER_PART * w) for
-# structures using w unary parts each.
-_MIN_ITER = 1000
-_ITER_PER_PART = 10
-
-# Squared distance (relative to ||m||^2) below which a new structure counts as
-# an affine combination of the current support (singular KKT matrix); one
-# value for every active set, defined beside the kernels.
-_DEPENDENT_TOL = DEPENDENT_TOL
+# The affine-dependence tolerance of the default options (the kernels' one
+# value), for callers of the kernels below that take no options.
+_DEPENDENT_TOL = SPARSEMAP_OPTIONS.dependent_tol
 
 
 class SparseMAPResult:
@@ -266,9 +264,10 @@ class _Support:
     change (``w`` nonzeros per row); Python only mirrors the values and keys.
     """
 
-    def __init__(self, n_u, n_v, kkt, max_rows=None):
+    def __init__(self, n_u, n_v, kkt, max_rows=None, dependent_tol=_DEPENDENT_TOL):
         cap = 16
         self.max_rows = max_rows  # rows the support can ever need (None: unknown)
+        self.dependent_tol = dependent_tol
         self.k = 0
         self.n_u = n_u
         self.IDX = np.zeros((cap, 1), dtype=np.int64)
@@ -330,7 +329,7 @@ class _Support:
         if self.kkt:
             inserted = kkt_insert(
                 self.IDX, self.VAL, self.nnz, self.N, self.B, self.theta, self.p,
-                k, m, n, theta, prob, _DEPENDENT_TOL, self.coef,
+                k, m, n, theta, prob, self.dependent_tol, self.coef,
             )
             if not inserted:
                 return False
@@ -399,24 +398,16 @@ def _check_structure(structure):
         )
 
 
-def _check_max_iter(max_iter):
+def _check_max_iter(max_iter, name="max_iter"):
     if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}.")
+        raise ValueError(f"{name} must be a positive integer, got {max_iter!r}.")
     return int(max_iter)
 
 
 def _active_set_max_iter(width):
-    """Default ``max_iter`` of the active set for structures using ``width`` parts.
-
-    Every iteration adds one structure to the support or removes one, so the
-    active set needs at least as many iterations as the solution has
-    structures, and that number grows with the size of the structures (about
-    ``0.5 n`` to ``4 n`` trees for sentences of ``n`` words, depending on how
-    peaked the scores are). The limit grows likewise; it also bounds the
-    support, hence the ``O(k^2)`` inverse of the KKT matrix, by
-    ``O(width^2)``, the size of the problem itself.
-    """
-    return max(_MIN_ITER, _ITER_PER_PART * int(width))
+    """Default ``max_iter`` of the active set for structures using ``width`` parts
+    (the rule of the compiled ``iteration_limit``, which the loss kernels share)."""
+    return int(iteration_limit(None, int(width)))
 
 
 def _vertex(parts, value, m, n):
@@ -543,10 +534,11 @@ def _add_active(support, vert, prob):
         support.remove_nonpositive()
 
 
-def _solve_active_set(structure, parts, start, max_iter, tol):
+def _solve_active_set(structure, parts, start, max_iter, tol, dependent_tol):
     n_u, n_v = parts.eta_u.shape[0], parts.eta_v.shape[0]
     # One structure enters per iteration: at most max_iter + len(start).
-    support = _Support(n_u, n_v, kkt=True, max_rows=max_iter + len(start))
+    support = _Support(n_u, n_v, kkt=True, max_rows=max_iter + len(start),
+                       dependent_tol=dependent_tol)
     total = sum(prob for _, prob in start)
     for vert, prob in start:
         _add_active(support, vert, prob / total)
@@ -584,7 +576,7 @@ def _solve_active_set(structure, parts, start, max_iter, tol):
     return support, n_iter, gap, converged
 
 
-def _solve_compiled(structure, parts, spec, max_iter, tol):
+def _solve_compiled(structure, parts, spec, max_iter, tol, dependent_tol):
     """``_solve_active_set`` from the MAP, compiled whole (``spec``: the structure's
     :class:`~sksparse_struct.structures.CompiledOracle`).
 
@@ -598,14 +590,14 @@ def _solve_compiled(structure, parts, spec, max_iter, tol):
     if spec.kind == ORACLE_SEQUENCE:
         unary, trans = sequence_kernel_inputs(parts, parts.eta_u, parts.eta_v)
         IDX, VAL, nnz, N, values, theta, p, k, n_iter, gap, converged, status = (
-            active_set_sequence(unary, trans, max_iter, tol, _DEPENDENT_TOL))
+            active_set_sequence(unary, trans, max_iter, tol, dependent_tol))
         if status == 1:
             raise_no_sequence(unary, trans)
     else:
         projective = spec.kind == ORACLE_PROJECTIVE_TREE
         kernel = active_set_projective_tree if projective else active_set_tree
         IDX, VAL, nnz, values, theta, p, k, n_iter, gap, converged, status = kernel(
-            parts.eta_u, spec.n, np.bool_(spec.single_root), max_iter, tol, _DEPENDENT_TOL
+            parts.eta_u, spec.n, np.bool_(spec.single_root), max_iter, tol, dependent_tol
         )
         N = np.zeros((IDX.shape[0], 0))
         if status == 1:
@@ -705,7 +697,8 @@ def _solve_conditional_gradient(structure, parts, start, max_iter, tol, variant)
     return support, n_iter, gap, converged
 
 
-def sparsemap(structure, *potentials, method="active_set", max_iter=None, tol=None, init=None):
+def sparsemap(structure, *potentials, method="active_set", max_iter=None, tol=None, init=None,
+              options=None):
     """SparseMAP: a sparse distribution over structures and its posteriors.
 
     Solves (Niculae 2018, eq. 4.7)::
@@ -754,25 +747,43 @@ default="active_set"
     max_iter : int or None, default=None
         Maximum number of iterations (see :class:`SparseMAPResult`'s
         ``n_iter``); a ``ConvergenceWarning`` is raised when it is reached
-        before the gap criterion. ``None`` means ``max(1000, 10 * w)`` for
-        the active set, with ``w`` the number of unary parts a structure
-        uses (the largest among the starting structures: ``n`` for a tree on
-        ``n`` words or a sequence of ``n`` positions), and 1000 for the
-        conditional-gradient solvers.
+        before the gap criterion. ``None`` means the default of
+        :class:`SparseMAPOptions` for the active set, ``max(1000, 10 * w)``
+        with ``w`` the number of unary parts a structure uses (the largest
+        among the starting structures: ``n`` for a tree on ``n`` words or a
+        sequence of ``n`` positions), and 1000 for the conditional-gradient
+        solvers.
     tol : float or None, default=None
-        Relative tolerance on the Wolfe gap, see above. ``None`` means 1e-9
-        for the active set and 1e-6 for the conditional-gradient solvers.
+        Relative tolerance on the Wolfe gap, see above. ``None`` means
+        :class:`SparseMAPOptions`' 1e-9 for the active set and 1e-6 for the
+        conditional-gradient solvers.
     init : SparseMAPResult or list of structure values, default=None
         Warm start: a previous result for the same structure and shapes
         (its support and probabilities) or a list of structures (uniform
         probabilities). Structures that use a part forbidden by the new
         potentials are dropped. ``None`` starts from the MAP structure.
+    options : SparseMAPOptions or None, default=None
+        All the active set's settings in one object (``max_iter``, ``tol``
+        and the affine-dependence tolerance ``dependent_tol``), the same
+        object the SparseMAP losses take; instead of ``max_iter`` and
+        ``tol``, and only with ``method="active_set"``. ``None`` means
+        ``SparseMAPOptions()`` with ``max_iter`` and ``tol`` replaced by
+        the keywords that are given.
 
     Returns
     -------
     result : SparseMAPResult
         ``marginals``, ``support``, ``u``, ``v``, ``n_iter``, ``gap``,
         ``objective`` and what the backward passes need.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``method``; a ``max_iter`` that is not a positive
+        integer or a ``tol`` that is not a finite positive number; an
+        ``options`` that is not a :class:`SparseMAPOptions`, has a field out
+        of range, is given with a conditional-gradient ``method`` or
+        together with ``max_iter`` or ``tol``.
 
     See Also
     --------
@@ -790,7 +801,7 @@ default="active_set"
     the sparse rows, the inverse of the ``(k + 1) x (k + 1)`` KKT matrix,
     and a few dense vectors of the parts (scores, posterior, the oracle's
     work arrays). For a sentence of ``n`` words that is ``O(k n + n^2)``,
-    since the default ``max_iter`` bounds ``k`` by ``10 n``.
+    since the default ``max_iter`` bounds ``k`` by ``max(1000, 10 n)``.
 
     **Iterations.** The active set adds at most one structure per
     iteration, and the solution's support grows with the size of the
@@ -813,13 +824,13 @@ default="active_set"
     >>> [(y, round(p, 3)) for y, p in result.support]
     [(0, 0.6), (1, 0.4)]
     """
-    max_iter, tol = _check_solver(structure, method, max_iter, tol)
+    options = _check_solver(structure, method, max_iter, tol, options)
     parts = structure.encode(*potentials)
-    return _solve(structure, parts, method, max_iter, tol, init, "sparsemap")
+    return _solve(structure, parts, method, options, init, "sparsemap")
 
 
 def sparsemap_parts(structure, parts, *, method="active_set", max_iter=None, tol=None,
-                    init=None):
+                    init=None, options=None):
     """SparseMAP on potentials already encoded as flat part scores.
 
     ``sparsemap(structure, *potentials, ...)`` is
@@ -848,6 +859,8 @@ default="active_set"
         Relative tolerance on the Wolfe gap, as in :func:`sparsemap`.
     init : SparseMAPResult or list of structure values, default=None
         Warm start, as in :func:`sparsemap`.
+    options : SparseMAPOptions or None, default=None
+        The active set's settings, as in :func:`sparsemap`.
 
     Returns
     -------
@@ -904,22 +917,74 @@ default="active_set"
     >>> [(y.tolist(), round(p, 3)) for y, p in sparsemap_parts(seq, augmented).support]
     [([1, 1, 0], 0.5), ([0, 1, 1], 0.4), ([1, 1, 1], 0.1)]
     """
-    max_iter, tol = _check_solver(structure, method, max_iter, tol)
+    options = _check_solver(structure, method, max_iter, tol, options)
     parts = _check_parts(structure, parts)
-    return _solve(structure, parts, method, max_iter, tol, init, "sparsemap_parts")
+    return _solve(structure, parts, method, options, init, "sparsemap_parts")
 
 
-def _check_solver(structure, method, max_iter, tol):
-    """Validate the solver arguments; ``(max_iter, tol)`` with defaults filled in
-    (``max_iter`` stays None for the active set: its default depends on the
-    structures, see ``_active_set_max_iter``)."""
+def check_options(options, name="options"):
+    """Validate a :class:`SparseMAPOptions`; return it with plain ``int`` / ``float`` fields.
+
+    Parameters
+    ----------
+    options : SparseMAPOptions
+        The settings to check.
+    name : str, default="options"
+        The argument's name in the error messages.
+
+    Returns
+    -------
+    options : SparseMAPOptions
+        ``max_iter`` None or a positive ``int``, ``tol`` and
+        ``dependent_tol`` finite positive ``float`` (the types the compiled
+        kernels are compiled and cached for).
+
+    Raises
+    ------
+    ValueError
+        If ``options`` is not a ``SparseMAPOptions`` or a field is out of
+        range.
+    """
+    if not isinstance(options, SparseMAPOptions):
+        raise ValueError(
+            f"{name} must be a SparseMAPOptions (from sksparse_struct.inference), "
+            f"got {type(options).__name__}."
+        )
+    max_iter = options.max_iter
+    if max_iter is not None:
+        max_iter = _check_max_iter(max_iter, f"{name}.max_iter")
+    return SparseMAPOptions(
+        max_iter=max_iter,
+        tol=check_positive_scalar(options.tol, f"{name}.tol"),
+        dependent_tol=check_positive_scalar(options.dependent_tol, f"{name}.dependent_tol"),
+    )
+
+
+def _check_solver(structure, method, max_iter, tol, options):
+    """Validate the solver arguments: a :class:`SparseMAPOptions` with the
+    defaults filled in (``max_iter`` stays None for the active set: its
+    default depends on the structures, see ``iteration_limit``)."""
     _check_structure(structure)
     if not isinstance(method, str) or method not in _METHOD_DEFAULTS:
         raise ValueError(f"method must be one of {sorted(_METHOD_DEFAULTS)}, got {method!r}.")
+    if options is not None:
+        if method != "active_set":
+            raise ValueError(
+                "options (a SparseMAPOptions) sets the active set's solver; "
+                f"method={method!r} takes max_iter and tol."
+            )
+        options = check_options(options)
+        both = [k for k, v in (("max_iter", max_iter), ("tol", tol)) if v is not None]
+        if both:
+            raise ValueError(
+                f"{' and '.join(both)} given both as keyword and in options; "
+                "pass one of them."
+            )
+        return options
     default_iter, default_tol = _METHOD_DEFAULTS[method]
     max_iter = default_iter if max_iter is None else _check_max_iter(max_iter)
     tol = default_tol if tol is None else check_positive_scalar(tol, "tol")
-    return max_iter, tol
+    return SPARSEMAP_OPTIONS._replace(max_iter=max_iter, tol=tol)
 
 
 def _check_parts(structure, parts):
@@ -971,14 +1036,17 @@ def _check_parts(structure, parts):
     return parts
 
 
-def _solve(structure, parts, method, max_iter, tol, init, caller):
+def _solve(structure, parts, method, options, init, caller):
     """The solvers behind :func:`sparsemap` and :func:`sparsemap_parts`."""
+    max_iter, tol, dependent_tol = options
     spec = _compiled_oracle(structure, parts, method, init)
     if spec is not None:
         if max_iter is None:
             # a tree uses n arcs, a sequence one label per position
             max_iter = _active_set_max_iter(spec.n)
-        support, n_iter, gap, converged = _solve_compiled(structure, parts, spec, max_iter, tol)
+        support, n_iter, gap, converged = _solve_compiled(
+            structure, parts, spec, max_iter, tol, dependent_tol
+        )
     elif method == "active_set":
         start = _initial_vertices(structure, parts, init)
         if max_iter is None:
@@ -986,7 +1054,7 @@ def _solve(structure, parts, method, max_iter, tol, init, caller):
                 max(np.count_nonzero(vert[1]) for vert, _ in start)
             )
         support, n_iter, gap, converged = _solve_active_set(
-            structure, parts, start, max_iter, tol
+            structure, parts, start, max_iter, tol, dependent_tol
         )
     else:
         start = _initial_vertices(structure, parts, init)

@@ -22,6 +22,8 @@ with capacity for one more structure than ``k`` and rows wide enough for the
 structure's nonzeros.
 """
 
+from typing import NamedTuple, Optional
+
 import numpy as np
 
 from ..structures._base import ORACLE_PROJECTIVE_TREE, ORACLE_SEQUENCE, ORACLE_TREE
@@ -35,6 +37,76 @@ from ..utils._numba import njit
 # combination of the support: SparseMAP's active sets, in Python, compiled
 # and inside AD3's structure factors.
 DEPENDENT_TOL = 1e-10
+
+# The active set's default iteration limit for structures that use ``w``
+# unary parts each: max(MIN_ITER, ITER_PER_PART * w) (iteration_limit).
+MIN_ITER = 1000
+ITER_PER_PART = 10
+
+
+class SparseMAPOptions(NamedTuple):
+    """Settings of SparseMAP's active-set solver, for inference and losses alike.
+
+    One set of defaults for every active set of the package:
+    :func:`~sksparse_struct.inference.sparsemap` and
+    :func:`~sksparse_struct.inference.sparsemap_parts`, the SparseMAP losses
+    of :func:`~sksparse_struct.losses.structured_loss` and the estimators
+    trained with them, whose compiled kernels read these fields per
+    instance (a named tuple, so that numba compiles and caches them as
+    plain values). Validated where it is used.
+
+    Attributes
+    ----------
+    max_iter : int or None, default=None
+        Active-set iterations (each a relaxed QP solve followed by an oracle
+        call or a removal from the support). ``None`` grows the limit with
+        the structures: ``max(1000, 10 * w)`` for structures that use ``w``
+        unary parts each (``n`` for a tree on ``n`` words or a sequence of
+        ``n`` positions), since each iteration adds at most one structure
+        and supports grow with ``n``.
+    tol : float, default=1e-9
+        Tolerance on the Wolfe (duality) gap, relative to ``max(1,
+        |objective|)``.
+    dependent_tol : float, default=1e-10
+        Squared distance from a new structure's indicator vector to the
+        affine hull of the support (relative to ``max(1, ||m||^2)``) under
+        which it counts as affinely dependent (singular KKT matrix).
+
+    Examples
+    --------
+    >>> from sksparse_struct.inference import SparseMAPOptions, sparsemap
+    >>> from sksparse_struct.structures import XOR
+    >>> SparseMAPOptions()
+    SparseMAPOptions(max_iter=None, tol=1e-09, dependent_tol=1e-10)
+    >>> sparsemap(XOR(), [1.0, 0.8, -1.0], options=SparseMAPOptions(tol=1e-12)).n_iter
+    2
+    """
+
+    max_iter: Optional[int] = None
+    tol: float = 1e-9
+    dependent_tol: float = DEPENDENT_TOL
+
+
+#: The defaults, shared by inference, the losses and the estimators.
+SPARSEMAP_OPTIONS = SparseMAPOptions()
+
+
+@njit
+def iteration_limit(max_iter, width):
+    """The active set's ``max_iter``: as given, or for None ``max(MIN_ITER, ITER_PER_PART * width)``.
+
+    ``width`` is the number of unary parts a structure uses. Every iteration
+    adds one structure to the support or removes one, so the active set
+    needs at least as many iterations as the solution has structures, and
+    that number grows with the size of the structures (about ``0.5 n`` to
+    ``4 n`` trees for sentences of ``n`` words, depending on how peaked the
+    scores are). The limit grows likewise; it also bounds the support, hence
+    the ``O(k^2)`` inverse of the KKT matrix, by ``O(width^2)``. A ``None``
+    argument is resolved when the kernel is compiled.
+    """
+    if max_iter is None:
+        return max(MIN_ITER, ITER_PER_PART * width)
+    return max_iter
 
 
 @njit
