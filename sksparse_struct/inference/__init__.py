@@ -12,6 +12,7 @@ from ._lp_sparsemap import (
     lp_sparsemap_jvp,
 )
 from ._sparsemap import (
+    SparseMAPOptions,
     SparseMAPResult,
     sparsemap,
     sparsemap_backward,
@@ -24,6 +25,7 @@ __all__ = [
     "FactorGraph",
     "LPSparseMAPResult",
     "MAPResult",
+    "SparseMAPOptions",
     "SparseMAPResult",
     "ad3",
     "ad3_map",
