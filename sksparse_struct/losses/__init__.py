@@ -9,7 +9,12 @@ sparsemax, 1.5-entmax, perceptron and Crammer-Singer hinge losses);
 (CRF, perceptron, hinge, SparseMAP and margin SparseMAP, named in
 ``STRUCTURED_LOSSES``) for any :class:`~sksparse_struct.structures.Structure`,
 through its MAP oracle, marginals or SparseMAP; ``SparseMAPOptions`` holds the
-settings of the SparseMAP solver it runs.
+settings of the SparseMAP solver it runs (the class of
+:mod:`sksparse_struct.inference`, re-exported here).
+
+``factor_graph_loss`` gives the SparseMAP and margin SparseMAP losses over a
+:class:`~sksparse_struct.inference.FactorGraph` (``FACTOR_GRAPH_LOSSES``),
+through LP-SparseMAP.
 """
 
 from ._classification import (
@@ -18,14 +23,18 @@ from ._classification import (
     fenchel_young_loss,
     fenchel_young_predict_proba,
 )
+from ._factor_graph import FACTOR_GRAPH_LOSSES, FactorGraphLoss, factor_graph_loss
 from ._kinds_fast import STRUCTURED_LOSSES, SparseMAPOptions
 from ._structured import structured_loss
 
 __all__ = [
+    "FACTOR_GRAPH_LOSSES",
+    "FactorGraphLoss",
     "LOSS_NAMES",
     "SMOOTH_LOSS_NAMES",
     "STRUCTURED_LOSSES",
     "SparseMAPOptions",
+    "factor_graph_loss",
     "fenchel_young_loss",
     "fenchel_young_predict_proba",
     "structured_loss",
