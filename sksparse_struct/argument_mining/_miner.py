@@ -469,23 +469,11 @@ class StructuredSVMArgumentMiner(BaseEstimator):
 
     # --- fit -------------------------------------------------------------------
 
-    @fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Learn the weights from documents and their gold structures.
+    def _prepare_fit(self, X, y):
+        """Validate ``X`` and ``y``; set ``classes_``, ``layout_``, ``link_cost_``.
 
-        Parameters
-        ----------
-        X : list of DocumentFeatures
-            Documents transformed by
-            :class:`~sksparse_struct.feature_extraction.ArgumentFeatures`.
-        y : list of (labels, links)
-            Per document, one label per proposition and the list of gold
-            ``(source, target)`` links (as
-            :func:`~sksparse_struct.datasets.read_cdcp` returns them).
-
-        Returns
-        -------
-        self : StructuredSVMArgumentMiner
+        Returns the documents, their targets and their factor graphs (what
+        every training loss of the model needs).
         """
         docs = _check_documents(X)
         types = self._second_order_types()
@@ -506,7 +494,27 @@ class StructuredSVMArgumentMiner(BaseEstimator):
             self.link_cost_ = (n_links - n_on) / n_on if n_on else 1.0
         else:
             self.link_cost_ = float(self.link_cost)
-        graphs = [self._graph(doc) for doc in docs]
+        return docs, targets, [self._graph(doc) for doc in docs]
+
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Learn the weights from documents and their gold structures.
+
+        Parameters
+        ----------
+        X : list of DocumentFeatures
+            Documents transformed by
+            :class:`~sksparse_struct.feature_extraction.ArgumentFeatures`.
+        y : list of (labels, links)
+            Per document, one label per proposition and the list of gold
+            ``(source, target)`` links (as
+            :func:`~sksparse_struct.datasets.read_cdcp` returns them).
+
+        Returns
+        -------
+        self : StructuredSVMArgumentMiner
+        """
+        docs, targets, graphs = self._prepare_fit(X, y)
         problem = ArgumentProblem(docs, targets, graphs, self.layout_, self.link_cost_,
                                   self._ad3_options(), n_jobs=self.n_jobs)
         self.integral_fraction_, self.duality_gaps_ = [], []
