@@ -26,7 +26,8 @@ tagging
     taggers with easy-first sketch steps and constrained attention.
 argument_mining
     ``StructuredSVMArgumentMiner``: joint proposition types and support
-    links of documents, a structured SVM over factor graphs.
+    links of documents, a structured SVM over factor graphs;
+    ``SparseMAPArgumentMiner``: the same model trained with LP-SparseMAP.
 parsing
     ``SparseMAPParser``: first-order dependency parsers trained with
     SparseMAP, CRF, structured SVM and perceptron losses.
@@ -34,7 +35,7 @@ parsing
 
 from . import datasets, feature_extraction, losses, mappings, metrics
 from ._version import __version__
-from .argument_mining import StructuredSVMArgumentMiner
+from .argument_mining import SparseMAPArgumentMiner, StructuredSVMArgumentMiner
 from .linear_model import FenchelYoungClassifier
 from .parsing import SparseMAPParser
 from .tagging import EasyFirstTagger, LinearChainCRF, NeuralEasyFirstTagger
@@ -45,6 +46,7 @@ __all__ = [
     "FenchelYoungClassifier",
     "LinearChainCRF",
     "NeuralEasyFirstTagger",
+    "SparseMAPArgumentMiner",
     "SparseMAPParser",
     "StructuredSVMArgumentMiner",
 ]

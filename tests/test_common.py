@@ -104,7 +104,8 @@ def test_crawler_finds_the_structured_estimators():
     # checks below only if the crawler finds them with two_d_array=False.
     names = {type(est).__name__ for est in STRUCTURED_INSTANCES}
     assert {"LinearChainCRF", "SequenceVectorizer", "SparseMAPParser", "ArcFeatures",
-            "StructuredSVMArgumentMiner", "ArgumentFeatures", "EasyFirstTagger",
+            "StructuredSVMArgumentMiner", "SparseMAPArgumentMiner", "ArgumentFeatures",
+            "EasyFirstTagger",
             "NeuralEasyFirstTagger"} <= names
 
 

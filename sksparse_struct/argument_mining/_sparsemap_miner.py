@@ -1,0 +1,281 @@
+"""The argument miner trained with a SparseMAP loss over its factor graphs (LP-SparseMAP)."""
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from numbers import Integral, Real
+
+import numpy as np
+from joblib import effective_n_jobs
+
+from ..learners import minimize_lbfgs
+from ..losses import factor_graph_loss
+from ..utils._reporting import Progress
+from ..utils._sklearn_compat import Interval, StrOptions, fit_context
+from ._miner import StructuredSVMArgumentMiner
+from ._problem import ArgumentProblem, structure_from_marginals
+
+__all__ = ["SparseMAPArgumentMiner", "gold_marginals"]
+
+
+def gold_marginals(graph, layout, target, doc):
+    """A gold structure as the factor graph's variables and factor marginals (0/1).
+
+    The inverse of ``structure_from_marginals`` on gold structures: the
+    propositions' one-hot labels and the links' states as variables; each
+    compatibility factor's configuration ``(source label, target label,
+    link state)`` and each second-order pair ``both links on`` as factor
+    marginals.
+    """
+    L = layout.n_labels
+    y_u = np.zeros(graph.graph.n_variables)
+    n = target.labels.shape[0]
+    y_u[graph.prop_vars[np.arange(n), target.labels]] = 1.0
+    y_u[graph.link_vars] = target.links
+    y_v = np.zeros(graph.graph.n_factor_scores)
+    pairs = doc.link_pairs
+    if pairs.shape[0] and graph.compat_offsets.shape[0]:
+        config = (target.labels[pairs[:, 0]] * 2 * L + target.labels[pairs[:, 1]] * 2
+                  + target.links)
+        y_v[graph.compat_offsets + config] = 1.0
+    from ._problem import pair_links
+
+    for kind in layout.second_order:
+        first, second = pair_links(doc, kind)
+        y_v[graph.pair_offsets[kind]] = target.links[first] * target.links[second]
+    return y_u, y_v
+
+
+class _SparseMAPObjective:
+    """``1/2 ||w||^2 + C sum_i loss_i(w)`` and its gradient, over the documents.
+
+    ``loss_i`` is the (margin) SparseMAP loss of document ``i`` over its
+    factor graph (``losses.factor_graph_loss``), with the structured SVM's
+    weighted Hamming cost; each document's LP-SparseMAP solver starts from
+    its previous solution. Documents are solved on ``n_threads`` threads and
+    summed in their order, so the result does not depend on the number.
+    """
+
+    def __init__(self, problem, C, loss, solver_options, n_threads):
+        self.problem = problem
+        self.C = C
+        self.loss = loss
+        self.solver_options = solver_options
+        self.n_threads = n_threads
+        self.n_evaluations = 0
+        self.n_solver_iterations = 0
+        self.n_not_converged = 0
+        self._warm = [None] * problem.n_samples
+        self._gold = []
+        self._costs = []
+        for i in range(problem.n_samples):
+            graph, doc, target = problem.graphs[i], problem.documents[i], problem.targets[i]
+            self._gold.append(gold_marginals(graph, problem.layout, target, doc))
+            # The SVM's cost: a wrong label 1 (two variables off by one: 1/2
+            # each), a missed gold link link_cost, a spurious link 1.
+            cost = np.zeros(graph.graph.n_variables)
+            cost[graph.prop_vars.ravel()] = 0.5
+            cost[graph.link_vars] = np.where(target.links == 1, problem.link_cost, 1.0)
+            self._costs.append(cost)
+
+    def _document(self, coef, i):
+        problem = self.problem
+        theta, phi = problem.scores(coef, i, cost_augmented=False)
+        y_u, y_v = self._gold[i]
+        out = factor_graph_loss(
+            problem.graphs[i].graph, theta, phi, y_u, y_v, loss=self.loss,
+            cost=self._costs[i] if self.loss == "margin_sparsemap" else None,
+            warm_start=self._warm[i], **self.solver_options)
+        self._warm[i] = out.result
+        graph = problem.graphs[i]
+        m_hat = structure_from_marginals(graph, problem.layout, out.result.variables,
+                                         out.result.factors)
+        idx_hat, val_hat = problem.joint_feature(i, m_hat)
+        idx_gold, val_gold = problem.joint_feature(i, problem.gold(i))
+        return (out.value, idx_hat, val_hat, idx_gold, val_gold, out.result.n_iter,
+                out.result.converged)
+
+    def __call__(self, w):
+        coef = np.array(w)
+        n = self.problem.n_samples
+        if self.n_threads > 1 and n > 1:
+            with ThreadPoolExecutor(min(self.n_threads, n)) as pool:
+                parts = list(pool.map(lambda i: self._document(coef, i), range(n)))
+        else:
+            parts = [self._document(coef, i) for i in range(n)]
+        grad = coef.copy()
+        total = 0.0
+        for value, idx_hat, val_hat, idx_gold, val_gold, n_iter, converged in parts:
+            total += value
+            np.add.at(grad, idx_hat, self.C * val_hat)
+            np.add.at(grad, idx_gold, -self.C * val_gold)
+            self.n_solver_iterations += n_iter
+            self.n_not_converged += not converged
+        self.n_evaluations += 1
+        return 0.5 * float(coef @ coef) + self.C * total, grad
+
+
+class SparseMAPArgumentMiner(StructuredSVMArgumentMiner):
+    """Argument mining trained with a SparseMAP loss over the factor graphs (LP-SparseMAP).
+
+    The model of :class:`StructuredSVMArgumentMiner` (proposition labels and
+    support links decoded jointly over a factor graph with compatibility
+    factors, second-order factors and hard constraints), with the
+    structured SVM's hinge replaced by the SparseMAP loss over the factor
+    graph's local polytope (Niculae & Martins, ICML 2020;
+    :func:`~sksparse_struct.losses.factor_graph_loss`):
+
+        loss(w; x, y) = max_{(u, v) in L} [theta . u + phi . v - 1/2 ||u||^2 + cost(u)]
+                        - [theta . y_u + phi . y_v - 1/2 ||y_u||^2],
+
+    with ``cost`` the SVM's weighted Hamming cost for ``"margin_sparsemap"``
+    (none for ``"sparsemap"``). The maximiser, solved by
+    :func:`~sksparse_struct.inference.lp_sparsemap`, is a sparse set of
+    marginals instead of the LP's vertex: where the scores hesitate,
+    several structures share the mass, and the gradient moves the weights
+    of all of them. The objective ``||w||^2 / 2 + C sum loss`` is smooth in
+    the variable scores and minimised by L-BFGS
+    (:func:`~sksparse_struct.learners.minimize_lbfgs`); every iteration
+    solves every document, warm-started from its last solution.
+
+    Prediction is the same as :class:`StructuredSVMArgumentMiner`'s
+    (``decode``), and so are the parameters they share.
+
+    Parameters
+    ----------
+    constraints, compat_features, second_order, strict_labels, link_cost, decode, \
+max_bb_nodes, time_limit, n_jobs, verbose :
+        As in :class:`StructuredSVMArgumentMiner`. ``n_jobs`` threads also
+        solve the documents of each training iteration (the sum, hence the
+        fit, does not depend on their number).
+    C : float, default=0.1
+        Weight of the summed losses against the regulariser ``||w||^2 / 2``.
+    loss : {"margin_sparsemap", "sparsemap"}, default="margin_sparsemap"
+        With or without the cost inside the maximisation.
+    max_iter : int, default=100
+        L-BFGS iterations.
+    tol : float, default=1e-4
+        Stop when the objective's relative decrease over 10 iterations is
+        below ``tol``, or the gradient's norm below ``tol`` times
+        ``max(1, ||w||)``.
+    lp_max_iter : int, default=500
+        AD³ iterations per LP-SparseMAP solve in training (and per LP solve
+        at prediction, as in :class:`StructuredSVMArgumentMiner`).
+    lp_tol : float, default=1e-5
+        AD³'s residual threshold, in training and prediction.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The proposition labels, sorted (as in ``y``).
+    coef_ : ndarray of shape (n_params,)
+        The weights; :attr:`layout_` says where each group sits.
+    layout_ : ParameterLayout
+    link_cost_ : float
+        The cost of a missed link used in training.
+    n_iter_ : int
+        L-BFGS iterations run.
+    objective_ : float
+        ``||w||^2 / 2 + C sum loss`` at ``coef_``.
+    n_lp_solves_ : int
+        LP-SparseMAP solves in training (documents times objective
+        evaluations).
+    n_lp_not_converged_ : int
+        Those that stopped at ``lp_max_iter`` before ``lp_tol``.
+
+    Examples
+    --------
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sksparse_struct import SparseMAPArgumentMiner
+    >>> from sksparse_struct.datasets import load_cdcp_sample
+    >>> from sksparse_struct.feature_extraction import ArgumentFeatures
+    >>> X_train, y_train, X_test, y_test = load_cdcp_sample()
+    >>> model = make_pipeline(ArgumentFeatures(), SparseMAPArgumentMiner(max_iter=5))
+    >>> model.fit(X_train, y_train)  # doctest: +ELLIPSIS
+    Pipeline(...)
+    >>> 0 <= model.score(X_test, y_test) <= 1
+    True
+    """
+
+    _parameter_constraints: dict = {
+        **{key: value for key, value in StructuredSVMArgumentMiner._parameter_constraints.items()
+           if key != "random_state"},
+        "loss": [StrOptions({"sparsemap", "margin_sparsemap"})],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+    }
+
+    def __init__(
+        self,
+        constraints="cdcp_strict",
+        *,
+        compat_features=True,
+        second_order=("coparent", "sibling"),
+        strict_labels=None,
+        C=0.1,
+        loss="margin_sparsemap",
+        link_cost="balanced",
+        max_iter=100,
+        tol=1e-4,
+        decode="exact",
+        max_bb_nodes=100,
+        time_limit=60.0,
+        lp_max_iter=500,
+        lp_tol=1e-5,
+        n_jobs=None,
+        verbose=0,
+    ):
+        self.constraints = constraints
+        self.compat_features = compat_features
+        self.second_order = second_order
+        self.strict_labels = strict_labels
+        self.C = C
+        self.loss = loss
+        self.link_cost = link_cost
+        self.max_iter = max_iter
+        self.tol = tol
+        self.decode = decode
+        self.max_bb_nodes = max_bb_nodes
+        self.time_limit = time_limit
+        self.lp_max_iter = lp_max_iter
+        self.lp_tol = lp_tol
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Learn the weights from documents and their gold structures.
+
+        Parameters
+        ----------
+        X : list of DocumentFeatures
+            Documents transformed by
+            :class:`~sksparse_struct.feature_extraction.ArgumentFeatures`.
+        y : list of (labels, links)
+            As in :meth:`StructuredSVMArgumentMiner.fit`.
+
+        Returns
+        -------
+        self : SparseMAPArgumentMiner
+        """
+        docs, targets, graphs = self._prepare_fit(X, y)
+        problem = ArgumentProblem(docs, targets, graphs, self.layout_, self.link_cost_,
+                                  self._ad3_options(), n_jobs=self.n_jobs)
+        n_threads = 1 if self.n_jobs is None else effective_n_jobs(self.n_jobs)
+        objective = _SparseMAPObjective(problem, self.C, self.loss, self._ad3_options(),
+                                        n_threads)
+        progress = Progress(self, self.verbose, "iteration", self.max_iter)
+        start = time.perf_counter()
+
+        def callback(info):
+            progress.update(info.iteration, [("objective", info.fun),
+                                          ("lp_not_converged", objective.n_not_converged)])
+
+        result = minimize_lbfgs(objective, np.zeros(self.layout_.n_params),
+                                max_iter=self.max_iter, epsilon=self.tol, delta=self.tol,
+                                callback=callback)
+        self.coef_ = np.asarray(result.x, dtype=np.float64)
+        self.n_iter_ = int(result.n_iter)
+        self.objective_ = float(result.fun)
+        self.n_lp_solves_ = objective.n_evaluations * problem.n_samples
+        self.n_lp_not_converged_ = int(objective.n_not_converged)
+        self.fit_time_ = time.perf_counter() - start
+        return self

@@ -1,0 +1,97 @@
+"""SparseMAPArgumentMiner: the gold encoding, the objective's gradient, fit and predict."""
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from sksparse_struct import SparseMAPArgumentMiner
+from sksparse_struct.argument_mining._miner import CDCP_OBJECTIVITY
+from sksparse_struct.argument_mining._problem import structure_from_marginals
+from sksparse_struct.argument_mining._sparsemap_miner import _SparseMAPObjective, gold_marginals
+
+from .test_miner import _dataset, _problem
+
+
+@pytest.mark.parametrize("second_order", [(), ("coparent", "grandparent", "sibling")])
+def test_gold_marginals_invert_structure_from_marginals(second_order):
+    rng = np.random.RandomState(0)
+    problem, doc, graph = _problem(rng, n=4, second_order=second_order)
+    y_u, y_v = gold_marginals(graph, problem.layout, problem.targets[0], doc)
+    np.testing.assert_array_equal(
+        structure_from_marginals(graph, problem.layout, y_u, y_v), problem.gold(0))
+    # the gold is an allowed assignment of the graph, scored as the structure
+    from sksparse_struct.inference._ad3 import evaluate
+
+    cg = graph.graph.compile()
+    feasible, _, add = evaluate(cg, np.zeros(cg.n_variables), np.zeros(cg.n_scores),
+                                y_u.astype(np.int64))
+    assert feasible
+    np.testing.assert_array_equal(add, y_v)
+
+
+@pytest.mark.parametrize("loss", ["sparsemap", "margin_sparsemap"])
+def test_objective_gradient_matches_finite_differences(loss):
+    rng = np.random.RandomState(1)
+    problem, _, _ = _problem(rng, n=3)
+    objective = _SparseMAPObjective(problem, 0.7, loss, {"tol": 1e-11, "max_iter": 100000}, 1)
+    w = rng.normal(scale=0.3, size=problem.n_params)
+    value, grad = objective(w)
+    assert value >= 0.5 * w @ w - 1e-9  # the losses are non-negative
+    eps = 1e-6
+    for _ in range(3):
+        d = rng.normal(size=w.shape[0])
+        fd = (objective(w + eps * d)[0] - objective(w - eps * d)[0]) / (2 * eps)
+        assert grad @ d == pytest.approx(fd, rel=1e-4, abs=1e-5)
+
+
+@pytest.mark.parametrize("loss", ["sparsemap", "margin_sparsemap"])
+def test_fit_learns_a_separable_problem(loss):
+    rng = np.random.RandomState(3)
+    X, y = _dataset(rng)
+    miner = SparseMAPArgumentMiner("cdcp", C=10.0, max_iter=50, loss=loss).fit(X, y)
+    assert miner.predict(X) == [(list(labels), list(links)) for labels, links in y]
+    assert miner.n_iter_ >= 1 and miner.objective_ >= 0.0
+    assert miner.n_lp_solves_ >= len(X) * miner.n_iter_
+
+
+def test_results_do_not_depend_on_n_jobs_and_it_pickles():
+    rng = np.random.RandomState(5)
+    X, y = _dataset(rng, n_docs=8)
+    one = SparseMAPArgumentMiner(max_iter=5).fit(X, y)
+    two = SparseMAPArgumentMiner(max_iter=5, n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(one.coef_, two.coef_)
+    again = pickle.loads(pickle.dumps(one))
+    assert again.predict(X) == one.predict(X)
+    assert clone(one).get_params() == one.get_params()
+    assert "random_state" not in one.get_params()
+
+
+def test_predictions_on_the_cdcp_sample_respect_the_constraints():
+    from sksparse_struct.datasets import load_cdcp_sample
+    from sksparse_struct.feature_extraction import ArgumentFeatures
+
+    X_train, y_train, X_test, y_test = load_cdcp_sample()
+    features = ArgumentFeatures().fit(X_train, y_train)
+    miner = SparseMAPArgumentMiner(max_iter=10)
+    miner.fit(features.transform(X_train), y_train)
+    rank = {label: r for r, label in enumerate(CDCP_OBJECTIVITY)}
+    for labels, links in miner.predict(features.transform(X_test)):
+        links = set(links)
+        for s, t in links:
+            assert (t, s) not in links
+            assert rank[labels[s]] <= rank[labels[t]]
+            assert all((s, c) in links for t2, c in links if t2 == t and c != s)
+    assert 0.0 <= miner.score(features.transform(X_test), y_test) <= 1.0
+
+
+def test_bad_parameters_are_named():
+    rng = np.random.RandomState(6)
+    X, y = _dataset(rng, n_docs=3)
+    with pytest.raises(ValueError, match="loss"):
+        SparseMAPArgumentMiner(loss="hinge").fit(X, y)
+    with pytest.raises(ValueError, match="tol"):
+        SparseMAPArgumentMiner(tol=0).fit(X, y)
+    with pytest.raises(ValueError, match="3 documents but y has 2"):
+        SparseMAPArgumentMiner().fit(X, y[:2])
