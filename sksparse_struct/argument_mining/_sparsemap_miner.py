@@ -7,6 +7,7 @@ from numbers import Integral, Real
 import numpy as np
 from joblib import effective_n_jobs
 
+from ..inference import lp_sparsemap
 from ..learners import minimize_lbfgs
 from ..losses import factor_graph_loss
 from ..utils._reporting import Progress
@@ -138,7 +139,9 @@ class SparseMAPArgumentMiner(StructuredSVMArgumentMiner):
     solves every document, warm-started from its last solution.
 
     Prediction is the same as :class:`StructuredSVMArgumentMiner`'s
-    (``decode``), and so are the parameters they share.
+    (``decode``), and so are the parameters they share;
+    :meth:`predict_marginals` returns the LP-SparseMAP marginals, the
+    sparse posteriors the model was trained on.
 
     Parameters
     ----------
@@ -239,6 +242,29 @@ max_bb_nodes, time_limit, n_jobs, verbose :
         self.lp_tol = lp_tol
         self.n_jobs = n_jobs
         self.verbose = verbose
+
+    def predict_marginals(self, X):
+        """The LP-SparseMAP marginals of each document: sparse posteriors of labels and links.
+
+        Parameters
+        ----------
+        X : list of DocumentFeatures
+
+        Returns
+        -------
+        marginals : list of (prop, links)
+            ``prop`` (n_props, n_classes): each proposition's label
+            marginals (columns in the order of ``classes_``), most of them
+            exactly 0 or 1; ``links`` (n_links,): the probability that each
+            candidate link is on, the candidates in the order of
+            ``link_pairs``.
+        """
+        return super().predict_marginals(X)
+
+    def _marginals_one(self, doc):
+        graph = self._graph(doc)
+        result = lp_sparsemap(graph.graph, *self._scores(doc, graph), **self._ad3_options())
+        return result.variables[graph.prop_vars], result.variables[graph.link_vars]
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):

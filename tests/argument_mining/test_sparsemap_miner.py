@@ -66,6 +66,10 @@ def test_results_do_not_depend_on_n_jobs_and_it_pickles():
     assert again.predict(X) == one.predict(X)
     assert clone(one).get_params() == one.get_params()
     assert "random_state" not in one.get_params()
+    for (prop, links), doc in zip(one.predict_marginals(X), X):
+        assert prop.shape == (doc.props.shape[0], len(one.classes_))
+        np.testing.assert_allclose(prop.sum(axis=1), 1.0, atol=1e-4)
+        assert np.all((links >= 0) & (links <= 1))
 
 
 def test_predictions_on_the_cdcp_sample_respect_the_constraints():
