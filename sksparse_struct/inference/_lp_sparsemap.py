@@ -277,8 +277,10 @@ def _factor_face(cg, f, literals, add, distribution):
         nc = table.shape[0]
         support = np.flatnonzero(add[off:off + nc] > _FACE_TOL)
         return _vertex_face(table[support].astype(np.float64), np.eye(nc)[support])[1::2]
-    # A structure factor: its distribution's support.
-    return _vertex_face(distribution.vertices_u, distribution.vertices_v)[1::2]
+    if kind == STRUCT:
+        # its distribution's support
+        return _vertex_face(distribution.vertices_u, distribution.vertices_v)[1::2]
+    raise NotImplementedError(f"LP-SparseMAP's backward pass has no face for factor kind {kind}.")
 
 
 def _linear_system(result):
