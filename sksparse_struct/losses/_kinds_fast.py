@@ -1,10 +1,13 @@
-"""The structured losses: their names, their codes in the kernels, SparseMAP's settings.
+"""The structured losses: their names and their codes in the kernels.
 
 The one definition of the five structured losses (Niculae 2018, ch. 6) for
 the whole package: the estimators validate their ``loss`` parameter against
-``STRUCTURED_LOSSES``, the compiled loss kernels (``_sequence_fast``,
-``_tree_fast``) branch on the integer codes, and everything that solves
-SparseMAP inside a loss uses ``SPARSEMAP_OPTIONS``.
+``STRUCTURED_LOSSES`` and the compiled loss kernels (``_sequence_fast``,
+``_tree_fast``) branch on the integer codes. Everything that solves
+SparseMAP inside a loss takes a ``SparseMAPOptions`` and defaults to
+``SPARSEMAP_OPTIONS``: both are inference's (``inference._sparsemap_fast``),
+the same settings and defaults as :func:`~sksparse_struct.inference.sparsemap`,
+and are re-exported here for the code that imported them from the losses.
 
 A ``_fast`` module although it holds no kernel: numba bakes module-level
 integers into the machine code of the kernels that read them, and the
@@ -12,7 +15,7 @@ stale-cache guard (``utils/_numba.py``) only watches ``_*_fast.py`` files,
 so a change here must invalidate the caches of those kernels.
 """
 
-from typing import NamedTuple
+from ..inference._sparsemap_fast import SPARSEMAP_OPTIONS, SparseMAPOptions
 
 __all__ = [
     "CRF",
@@ -46,25 +49,3 @@ STRUCTURED_LOSSES = tuple(LOSS_KINDS)
 #: The losses that add a cost to the scores of the structures other than the gold one.
 COST_AUGMENTED_LOSSES = ("hinge", "margin_sparsemap")
 
-
-class SparseMAPOptions(NamedTuple):
-    """Settings of the active-set solver that SparseMAP losses run per instance.
-
-    Attributes
-    ----------
-    max_iter : int
-        Active-set iterations (each a relaxed QP solve and an oracle call).
-    tol : float
-        Relative duality-gap tolerance.
-    dependent_tol : float
-        Squared distance (relative) under which a new structure counts as an
-        affine combination of the support in the KKT updates.
-    """
-
-    max_iter: int = 200
-    tol: float = 1e-9
-    dependent_tol: float = 1e-12
-
-
-#: What the estimators' SparseMAP losses (and their ``predict_sparse``) use.
-SPARSEMAP_OPTIONS = SparseMAPOptions()

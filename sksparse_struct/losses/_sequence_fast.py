@@ -17,7 +17,7 @@ the others do not compile the active set.
 
 import numpy as np
 
-from ..inference._sparsemap_fast import sparsemap_sequence_parts
+from ..inference._sparsemap_fast import iteration_limit, sparsemap_sequence_parts
 from ..structures._sequence_fast import forward_backward, viterbi
 from ..utils._numba import njit
 from ._kinds_fast import CRF, HINGE, MARGIN_SPARSEMAP
@@ -252,7 +252,8 @@ def sequence_sparsemap_loss(kind, u, n, trans, labels, sparsemap_options, g, d_t
     ``1 - y_u`` to the unary scores inside the maximization; it vanishes at
     ``y``, so the gold terms are unchanged. Buffers as in
     :func:`sequence_loss` (``u[:n]`` is left unchanged);
-    ``sparsemap_options`` is a ``SparseMAPOptions``. Returns ``(loss,
+    ``sparsemap_options`` is a ``SparseMAPOptions`` (``max_iter`` None:
+    ``iteration_limit``'s rule for ``n`` positions). Returns ``(loss,
     converged)``.
     """
     K = trans.shape[0]
@@ -263,7 +264,7 @@ def sequence_sparsemap_loss(kind, u, n, trans, labels, sparsemap_options, g, d_t
     gs = g[:n]
     xi = np.zeros((K, K))
     p_theta, mu_sq, n_iter, converged, feasible = sparsemap_sequence_parts(
-        scores, trans, sparsemap_options.max_iter, sparsemap_options.tol,
+        scores, trans, iteration_limit(sparsemap_options.max_iter, n), sparsemap_options.tol,
         sparsemap_options.dependent_tol, gs, xi
     )
     loss = p_theta - 0.5 * mu_sq - reference + 0.5 * n

@@ -22,15 +22,11 @@ import dataclasses
 import numpy as np
 
 from ..inference import sparsemap_parts
+from ..inference._sparsemap import check_options
 from ..structures import Structure
 from ..structures._base import dot_masked
 from ..utils._validation import as_real_array
-from ._kinds_fast import (
-    COST_AUGMENTED_LOSSES,
-    SPARSEMAP_OPTIONS,
-    STRUCTURED_LOSSES,
-    SparseMAPOptions,
-)
+from ._kinds_fast import COST_AUGMENTED_LOSSES, SPARSEMAP_OPTIONS, STRUCTURED_LOSSES
 
 __all__ = ["structured_loss"]
 
@@ -99,10 +95,11 @@ default="crf"
         :class:`~sksparse_struct.structures.Budget` and
         :class:`~sksparse_struct.structures.Matching`.
     sparsemap_options : SparseMAPOptions or None, default=None
-        ``max_iter`` and ``tol`` of the active-set solver for the SparseMAP
-        losses (an error for the others); ``None`` means the estimators'
-        settings, ``SparseMAPOptions()``. (Its ``dependent_tol`` is for the
-        compiled kernels and unused here.)
+        The active-set solver's settings for the SparseMAP losses (an error
+        for the others), passed to
+        :func:`~sksparse_struct.inference.sparsemap_parts`; ``None`` means
+        ``SparseMAPOptions()``, the defaults of inference and of the
+        estimators alike.
 
     Returns
     -------
@@ -240,9 +237,7 @@ default="crf"
         d_u, d_v = m_hat - m_y, n_hat - n_y
     else:
         solved = parts if not augmented else dataclasses.replace(parts, eta_u=scores_u)
-        result = sparsemap_parts(
-            structure, solved, method="active_set", max_iter=options.max_iter, tol=options.tol
-        )
+        result = sparsemap_parts(structure, solved, method="active_set", options=options)
         value = result.objective - theta_y + 0.5 * float(m_y @ m_y)
         d_u, d_v = result.u - m_y, result.v - n_y
 
@@ -265,12 +260,7 @@ def _check_sparsemap_options(options, loss):
             f"loss={loss!r} solves no SparseMAP problem, so it takes no "
             f"sparsemap_options; only {list(_SPARSEMAP_LOSSES)} do."
         )
-    if not isinstance(options, SparseMAPOptions):
-        raise ValueError(
-            "sparsemap_options must be a SparseMAPOptions (from sksparse_struct.losses), "
-            f"got {type(options).__name__}."
-        )
-    return options
+    return check_options(options, "sparsemap_options")
 
 
 def _gold_score(structure, parts, m_y, n_y, loss):

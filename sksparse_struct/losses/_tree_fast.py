@@ -10,7 +10,7 @@ The loss codes are those of ``_kinds_fast``.
 """
 
 
-from ..inference._sparsemap_fast import active_set_arc_scores
+from ..inference._sparsemap_fast import active_set_arc_scores, iteration_limit
 from ..structures._tree_fast import best_tree, tree_marginals
 from ..utils._numba import njit
 from ._kinds_fast import CRF, HINGE, MARGIN_SPARSEMAP, PERCEPTRON
@@ -45,7 +45,8 @@ def tree_loss(kind, S, gold, n, projective, single_root, sparsemap_options, D, h
     ``gold`` is the gold head of words ``1..n`` at positions ``1..n``;
     ``S`` is not modified; ``heads`` (length ``n + 1`` at least) and ``A``
     (like ``S``: the cost-augmented scores) are work arrays;
-    ``sparsemap_options`` is a ``SparseMAPOptions``. Returns ``(loss,
+    ``sparsemap_options`` is a ``SparseMAPOptions`` (``max_iter`` None:
+    ``iteration_limit``'s rule for ``n`` arcs). Returns ``(loss,
     converged)`` (``converged`` is False only when a SparseMAP active set
     stopped at its iteration limit). ``D`` is dense for the CRF loss and
     nonzero only on the arcs of the gold and predicted trees otherwise.
@@ -80,8 +81,8 @@ def tree_loss(kind, S, gold, n, projective, single_root, sparsemap_options, D, h
     # eta = S (+ the Hamming cost 1 - y for the margin variant).
     cost_augmented(S, gold, N, kind == MARGIN_SPARSEMAP, A)
     H, p, theta, k, converged, status = active_set_arc_scores(
-        A, projective, single_root, sparsemap_options.max_iter, sparsemap_options.tol,
-        sparsemap_options.dependent_tol,
+        A, projective, single_root, iteration_limit(sparsemap_options.max_iter, n),
+        sparsemap_options.tol, sparsemap_options.dependent_tol,
     )
     tp = 0.0
     for s in range(k):

@@ -13,7 +13,8 @@ from sklearn.utils.validation import check_is_fitted
 from ..feature_extraction import ARC_PRESETS, ArcFeatures, EncodedSentence
 from ..inference import sparsemap
 from ..learners import minimize_online
-from ..losses._kinds_fast import LOSS_KINDS, PERCEPTRON, SPARSEMAP_OPTIONS, STRUCTURED_LOSSES
+from ..inference._sparsemap_fast import SPARSEMAP_OPTIONS
+from ..losses._kinds_fast import LOSS_KINDS, PERCEPTRON, STRUCTURED_LOSSES
 from ..metrics import uas_score
 from ..structures import DependencyTree
 from ..structures._tree_fast import lift_to_projective
@@ -158,11 +159,11 @@ class SparseMAPParser(BaseEstimator):
         Iterations of the active-set solver of SparseMAP, per sentence: in
         training with the SparseMAP losses (a ``ConvergenceWarning`` says how
         many solves reached it; see ``n_sparsemap_not_converged_``), and in
-        :meth:`predict_sparse` and :meth:`predict_marginals`. None: 200 in
-        training (an approximate solve early in training costs little), and
-        in prediction the default of :func:`~sksparse_struct.inference.sparsemap`,
-        which grows with the sentence (the support of a long sentence can
-        hold hundreds of trees, and each iteration adds at most one).
+        :meth:`predict_sparse` and :meth:`predict_marginals`. None: the
+        default of :class:`~sksparse_struct.inference.SparseMAPOptions`, in
+        training as in prediction, ``max(1000, 10 n)`` for a sentence of
+        ``n`` words (the support of a long sentence can hold hundreds of
+        trees, and each iteration adds at most one).
     warm_start : bool, default=False
         Start from the weights of the previous fit (same features and
         labels required); the AdaGrad state starts afresh.
@@ -540,8 +541,7 @@ class SparseMAPParser(BaseEstimator):
             warn(
                 f"SparseMAPParser (loss={self.loss!r}): {self.n_sparsemap_not_converged_} of "
                 f"{n_train * result.n_epochs} SparseMAP solves in training (one per sentence "
-                f"and epoch) did not converge in sparsemap_max_iter="
-                f"{self._sparsemap_options().max_iter} "
+                f"and epoch) did not converge in {self._iteration_limit()} "
                 "active-set iterations, so their losses and gradients are approximate. "
                 "Increase sparsemap_max_iter.",
                 ConvergenceWarning,
@@ -589,12 +589,18 @@ class SparseMAPParser(BaseEstimator):
         )
 
     def _sparsemap_options(self):
-        """The active set's settings in training."""
+        """The active set's settings, in training and prediction."""
         # Parsers pickled before sparsemap_max_iter existed use the default.
         max_iter = getattr(self, "sparsemap_max_iter", None)
         if max_iter is None:
             return SPARSEMAP_OPTIONS
         return SPARSEMAP_OPTIONS._replace(max_iter=int(max_iter))
+
+    def _iteration_limit(self):
+        """The active set's iteration limit, in words (for the warnings)."""
+        max_iter = self._sparsemap_options().max_iter
+        return ("the default max(1000, 10 * n_words)" if max_iter is None
+                else f"sparsemap_max_iter={max_iter}")
 
     def _report(self, info, progress):
         """The progress line of an epoch (printed when verbose)."""
@@ -735,17 +741,14 @@ class SparseMAPParser(BaseEstimator):
         """SparseMAP on the arc scores of every sentence, with one warning for all."""
         scores = self.decision_function(X)
         structure = self._structure()
-        tol = self._sparsemap_options().tol
-        max_iter = getattr(self, "sparsemap_max_iter", None)
+        options = self._sparsemap_options()
         with warnings.catch_warnings():
             # One warning for all the sentences, below, rather than one each.
             warnings.simplefilter("ignore", ConvergenceWarning)
-            results = [sparsemap(structure, S, max_iter=max_iter, tol=tol) for S in scores]
+            results = [sparsemap(structure, S, options=options) for S in scores]
         n_failed = sum(not result.converged for result in results)
         if n_failed:
-            limit = ("the default number of" if max_iter is None
-                     else f"sparsemap_max_iter={max_iter}")
-            warn(f"SparseMAPParser: SparseMAP did not converge in {limit} "
+            warn(f"SparseMAPParser: SparseMAP did not converge in {self._iteration_limit()} "
                  f"active-set iterations on {n_failed} of {len(results)} "
                  "sentences (their distributions over trees are valid but not the optimal "
                  "ones); increase sparsemap_max_iter.", ConvergenceWarning)

@@ -20,14 +20,8 @@ import numpy as np
 
 from ..feature_extraction._arc_features_fast import index_shift, label_index, new_states
 from ..learners._online_fast import push
-from ..losses._kinds_fast import (
-    CRF,
-    HINGE,
-    MARGIN_SPARSEMAP,
-    PERCEPTRON,
-    SPARSEMAP,
-    SparseMAPOptions,
-)
+from ..inference._sparsemap_fast import SparseMAPOptions
+from ..losses._kinds_fast import CRF, HINGE, MARGIN_SPARSEMAP, PERCEPTRON, SPARSEMAP
 from ..losses._tree_fast import tree_loss
 from ..structures._tree_fast import best_tree
 from ..utils._numba import njit
@@ -94,7 +88,8 @@ class TrainingOptions(NamedTuple):
     label_margin : float
         Margin of the relation labeller's multiclass hinge loss.
     sparsemap : SparseMAPOptions
-        The active set's settings, for the SparseMAP losses.
+        The active set's settings, for the SparseMAP losses (``max_iter``
+        None: the limit grows with the sentence, ``iteration_limit``).
     min_gradient : float
         Gradient entries smaller than this in absolute value are sparsified
         without bias (:func:`~._scoring_fast.sparsified`); 0 keeps them all.

@@ -14,7 +14,8 @@ from sklearn.utils.validation import check_is_fitted
 from ..feature_extraction import SequenceVectorizer
 from ..inference import sparsemap
 from ..learners import minimize_bcfw, minimize_lbfgs, minimize_online
-from ..losses._kinds_fast import LOSS_KINDS, SPARSEMAP_OPTIONS, STRUCTURED_LOSSES
+from ..inference._sparsemap_fast import SPARSEMAP_OPTIONS
+from ..losses._kinds_fast import LOSS_KINDS, STRUCTURED_LOSSES
 from ..metrics import flat_accuracy_score
 from ..structures import Sequence
 from ..utils._reporting import Progress, warn, warn_max_iter
@@ -237,10 +238,13 @@ class LinearChainCRF(BaseEstimator):
     batch_size : int, default=32
         Sequences per AdaGrad step (the perceptron updates after every
         sequence).
-    sparsemap_max_iter : int, default=200
+    sparsemap_max_iter : int or None, default=None
         Iterations of the active-set solver behind the SparseMAP losses, per
-        sequence and evaluation. A ``ConvergenceWarning`` says how many
-        solves reached it (their losses and gradients are then approximate).
+        sequence and evaluation, and of :meth:`predict_sparse`. A
+        ``ConvergenceWarning`` says how many solves reached it (their losses
+        and gradients are then approximate). None: the default of
+        :class:`~sksparse_struct.inference.SparseMAPOptions`, ``max(1000,
+        10 n)`` for a sequence of ``n`` positions.
     warm_start : bool, default=False
         Start from the previous solution (same features and labels). Not
         with ``solver="bcfw"``, whose dual state is not kept.
@@ -327,7 +331,7 @@ class LinearChainCRF(BaseEstimator):
         "forbidden_transitions": [None, StrOptions({"bio", "iobes"}), list, tuple],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "sparsemap_max_iter": [Interval(Integral, 1, None, closed="left")],
+        "sparsemap_max_iter": [None, Interval(Integral, 1, None, closed="left")],
         "warm_start": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -348,7 +352,7 @@ class LinearChainCRF(BaseEstimator):
         forbidden_transitions=None,
         learning_rate=0.1,
         batch_size=32,
-        sparsemap_max_iter=SPARSEMAP_OPTIONS.max_iter,
+        sparsemap_max_iter=None,
         warm_start=False,
         random_state=None,
         verbose=0,
@@ -622,14 +626,19 @@ class LinearChainCRF(BaseEstimator):
         return effective_n_jobs(self.n_jobs) if self.n_jobs is not None else 1
 
     def _sparsemap_options(self):
-        return SPARSEMAP_OPTIONS._replace(max_iter=int(self.sparsemap_max_iter))
+        """The active set's settings, in training and :meth:`predict_sparse`."""
+        max_iter = self.sparsemap_max_iter
+        if max_iter is None:
+            return SPARSEMAP_OPTIONS
+        return SPARSEMAP_OPTIONS._replace(max_iter=int(max_iter))
 
     def _warn_sparsemap(self, n_solves, n_failed, each, consequence=""):
         """One warning for the training's SparseMAP solves that stopped at their limit."""
         warn(
             f"LinearChainCRF (loss={self.loss!r}): {n_failed} of {n_solves} SparseMAP "
-            f"solves in training ({each}) did not converge in sparsemap_max_iter="
-            f"{self.sparsemap_max_iter} active-set iterations, so their losses and "
+            f"solves in training ({each}) did not converge in "
+            f"{_iteration_limit(self.sparsemap_max_iter, 'sparsemap_max_iter')} "
+            "active-set iterations, so their losses and "
             f"gradients are approximate{consequence}. Increase sparsemap_max_iter.",
             ConvergenceWarning,
         )
@@ -811,7 +820,7 @@ class LinearChainCRF(BaseEstimator):
             mu = runner.decode(self._model(), data, self._params, marginals=True)
         return [mu[data.offsets[s]:data.offsets[s + 1]].copy() for s in range(len(lengths))]
 
-    def predict_sparse(self, X, *, max_iter=200, tol=1e-9):
+    def predict_sparse(self, X, *, max_iter=None, tol=None):
         """SparseMAP distribution over label sequences, per sequence.
 
         SparseMAP (thesis ch. 4) returns the quadratic-regularized posterior:
@@ -822,11 +831,15 @@ class LinearChainCRF(BaseEstimator):
         ----------
         X : list of sequences
             As in :meth:`fit`.
-        max_iter : int, default=200
+        max_iter : int or None, default=None
             Active-set iterations per sequence; one ``ConvergenceWarning``
-            says on how many sequences they did not suffice.
-        tol : float, default=1e-9
-            Relative duality-gap tolerance.
+            says on how many sequences they did not suffice. None:
+            ``sparsemap_max_iter`` (whose None is the default of
+            :class:`~sksparse_struct.inference.SparseMAPOptions`,
+            ``max(1000, 10 n)`` for ``n`` positions).
+        tol : float or None, default=None
+            Relative duality-gap tolerance. None: that of
+            :class:`~sksparse_struct.inference.SparseMAPOptions`, 1e-9.
 
         Returns
         -------
@@ -844,6 +857,9 @@ class LinearChainCRF(BaseEstimator):
         out = []
         structure = Sequence()
         n_solves = n_failed = 0
+        defaults = self._sparsemap_options()
+        max_iter = defaults.max_iter if max_iter is None else max_iter
+        tol = defaults.tol if tol is None else tol
         with warnings.catch_warnings():
             # One warning for all the sequences, below, rather than one each.
             warnings.simplefilter("ignore", ConvergenceWarning)
@@ -858,8 +874,9 @@ class LinearChainCRF(BaseEstimator):
                 # res.support is already sorted, most probable first.
                 out.append([([classes[i] for i in labels], p) for labels, p in res.support])
         if n_failed:
-            warn(f"LinearChainCRF.predict_sparse: SparseMAP did not converge in max_iter="
-                 f"{max_iter} iterations on {n_failed} of {n_solves} sequences (their "
+            warn(f"LinearChainCRF.predict_sparse: SparseMAP did not converge in "
+                 f"{_iteration_limit(max_iter, 'max_iter')} "
+                 f"iterations on {n_failed} of {n_solves} sequences (their "
                  "distributions are valid but not the optimal ones); increase max_iter.",
                  ConvergenceWarning)
         return out
@@ -908,6 +925,13 @@ class LinearChainCRF(BaseEstimator):
             for a in range(K) for b in range(K)
             if np.isfinite(self.transition_[a, b]) and self.transition_[a, b] != 0.0
         }
+
+
+def _iteration_limit(max_iter, name):
+    """The active set's iteration limit ``max_iter`` (parameter ``name``), in words."""
+    if max_iter is None:
+        return "the default max(1000, 10 * n_positions)"
+    return f"{name}={max_iter}"
 
 
 def _homogeneous(classes):
