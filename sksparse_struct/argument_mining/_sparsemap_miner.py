@@ -1,14 +1,15 @@
 """The argument miner trained with a SparseMAP loss over its factor graphs (LP-SparseMAP)."""
 
-import time
 from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 
 import numpy as np
 from joblib import effective_n_jobs
+from sklearn.utils import check_random_state
 
 from ..inference import lp_sparsemap
-from ..learners import minimize_lbfgs
+from ..learners import minimize_online
+from ..learners._online_fast import push_all
 from ..losses import factor_graph_loss
 from ..utils._reporting import Progress
 from ..utils._sklearn_compat import Interval, StrOptions, fit_context
@@ -46,25 +47,25 @@ def gold_marginals(graph, layout, target, doc):
     return y_u, y_v
 
 
-class _SparseMAPObjective:
-    """``1/2 ||w||^2 + C sum_i loss_i(w)`` and its gradient, over the documents.
+class _SparseMAPProblem:
+    """The (margin) SparseMAP losses of the documents, as an online problem and an objective.
 
-    ``loss_i`` is the (margin) SparseMAP loss of document ``i`` over its
-    factor graph (``losses.factor_graph_loss``), with the structured SVM's
-    weighted Hamming cost; each document's LP-SparseMAP solver starts from
-    its previous solution. Documents are solved on ``n_threads`` threads and
-    summed in their order, so the result does not depend on the number.
+    ``loss_i`` is the loss of document ``i`` over its factor graph
+    (``losses.factor_graph_loss``), with the structured SVM's weighted
+    Hamming cost for ``"margin_sparsemap"``; each document's LP-SparseMAP
+    solver starts from its previous solution. As an online problem (for
+    ``learners.minimize_online``) it writes the gradient of a batch's
+    losses; called, it returns ``1/2 ||w||^2 + C sum_i loss_i(w)`` and its
+    gradient (documents on ``n_threads`` threads, summed in their order).
     """
 
-    def __init__(self, problem, C, loss, solver_options, n_threads):
+    def __init__(self, problem, C, loss, solver_options, n_threads=1):
         self.problem = problem
         self.C = C
         self.loss = loss
         self.solver_options = solver_options
         self.n_threads = n_threads
-        self.n_evaluations = 0
-        self.n_solver_iterations = 0
-        self.n_not_converged = 0
+        self.n_params = problem.n_params
         self._warm = [None] * problem.n_samples
         self._gold = []
         self._costs = []
@@ -79,6 +80,7 @@ class _SparseMAPObjective:
             self._costs.append(cost)
 
     def _document(self, coef, i):
+        """Document ``i``'s loss, the joint features of its solution and of its gold, stats."""
         problem = self.problem
         theta, phi = problem.scores(coef, i, cost_augmented=False)
         y_u, y_v = self._gold[i]
@@ -87,13 +89,34 @@ class _SparseMAPObjective:
             cost=self._costs[i] if self.loss == "margin_sparsemap" else None,
             warm_start=self._warm[i], **self.solver_options)
         self._warm[i] = out.result
-        graph = problem.graphs[i]
-        m_hat = structure_from_marginals(graph, problem.layout, out.result.variables,
-                                         out.result.factors)
-        idx_hat, val_hat = problem.joint_feature(i, m_hat)
-        idx_gold, val_gold = problem.joint_feature(i, problem.gold(i))
-        return (out.value, idx_hat, val_hat, idx_gold, val_gold, out.result.n_iter,
-                out.result.converged)
+        m_hat = structure_from_marginals(problem.graphs[i], problem.layout,
+                                         out.result.variables, out.result.factors)
+        return (out.value, problem.joint_feature(i, m_hat),
+                problem.joint_feature(i, problem.gold(i)),
+                np.array([out.value, float(not out.result.converged),
+                          float(out.result.n_iter)]))
+
+    # -- the online problem (learners.minimize_online) ------------------------
+
+    def sample_costs(self):
+        return np.array([float(g.graph.n_variables + g.graph.n_factors)
+                         for g in self.problem.graphs])
+
+    def batch_gradient(self, w, sample_ids, gradient, part, step):
+        col = 2 * part
+        touched = gradient.touched[part]
+        n = 0
+        stats = np.zeros(3)
+        for i in sample_ids:
+            _, (idx_hat, val_hat), (idx_gold, val_gold), doc_stats = self._document(w, i)
+            n = push_all(idx_hat, val_hat, 1.0, gradient.values, col, touched, n, float(step))
+            n = push_all(idx_gold, val_gold, -1.0, gradient.values, col, touched, n,
+                         float(step))
+            stats += doc_stats
+        gradient.n_touched[part] = n
+        return stats
+
+    # -- the whole objective --------------------------------------------------
 
     def __call__(self, w):
         coef = np.array(w)
@@ -105,13 +128,10 @@ class _SparseMAPObjective:
             parts = [self._document(coef, i) for i in range(n)]
         grad = coef.copy()
         total = 0.0
-        for value, idx_hat, val_hat, idx_gold, val_gold, n_iter, converged in parts:
+        for value, (idx_hat, val_hat), (idx_gold, val_gold), _ in parts:
             total += value
             np.add.at(grad, idx_hat, self.C * val_hat)
             np.add.at(grad, idx_gold, -self.C * val_gold)
-            self.n_solver_iterations += n_iter
-            self.n_not_converged += not converged
-        self.n_evaluations += 1
         return 0.5 * float(coef @ coef) + self.C * total, grad
 
 
@@ -133,10 +153,11 @@ class SparseMAPArgumentMiner(StructuredSVMArgumentMiner):
     :func:`~sksparse_struct.inference.lp_sparsemap`, is a sparse set of
     marginals instead of the LP's vertex: where the scores hesitate,
     several structures share the mass, and the gradient moves the weights
-    of all of them. The objective ``||w||^2 / 2 + C sum loss`` is smooth in
-    the variable scores and minimised by L-BFGS
-    (:func:`~sksparse_struct.learners.minimize_lbfgs`); every iteration
-    solves every document, warm-started from its last solution.
+    of all of them. The objective ``||w||^2 / 2 + C sum loss`` (the SVM's)
+    is minimised by mini-batch AdaGrad with averaging
+    (:func:`~sksparse_struct.learners.minimize_online`; the losses are not
+    smooth in the factor scores, so a line-search method stalls on them);
+    every document's solver starts from its previous solution.
 
     Prediction is the same as :class:`StructuredSVMArgumentMiner`'s
     (``decode``), and so are the parameters they share;
@@ -146,44 +167,52 @@ class SparseMAPArgumentMiner(StructuredSVMArgumentMiner):
     Parameters
     ----------
     constraints, compat_features, second_order, strict_labels, link_cost, decode, \
-max_bb_nodes, time_limit, n_jobs, verbose :
-        As in :class:`StructuredSVMArgumentMiner`. ``n_jobs`` threads also
-        solve the documents of each training iteration (the sum, hence the
-        fit, does not depend on their number).
+max_bb_nodes, time_limit, verbose :
+        As in :class:`StructuredSVMArgumentMiner`.
     C : float, default=0.1
-        Weight of the summed losses against the regulariser ``||w||^2 / 2``.
+        Weight of the summed losses against the regulariser ``||w||^2 / 2``
+        (AdaGrad minimises the same objective divided by ``C n``: the mean
+        loss plus ``||w||^2 / (2 C n)`` for ``n`` documents).
     loss : {"margin_sparsemap", "sparsemap"}, default="margin_sparsemap"
         With or without the cost inside the maximisation.
-    max_iter : int, default=100
-        L-BFGS iterations.
-    tol : float, default=1e-4
-        Stop when the objective's relative decrease over 10 iterations is
-        below ``tol``, or the gradient's norm below ``tol`` times
-        ``max(1, ||w||)``.
+    max_iter : int, default=30
+        Epochs (passes over the training documents).
+    learning_rate : float, default=0.1
+        AdaGrad's step size.
+    batch_size : int, default=8
+        Documents per update.
+    tol : float or None, default=1e-4
+        Stop when 3 successive epochs fail to bring the mean training loss
+        below the best one minus ``tol``; None runs ``max_iter`` epochs.
     lp_max_iter : int, default=500
         AD³ iterations per LP-SparseMAP solve in training (and per LP solve
         at prediction, as in :class:`StructuredSVMArgumentMiner`).
     lp_tol : float, default=1e-5
         AD³'s residual threshold, in training and prediction.
+    n_jobs : int, default=None
+        Threads solving the documents of a mini-batch (two parts per batch,
+        so at most two are used in training), and decoding in ``predict``,
+        ``predict_marginals`` and ``score``. The results do not depend on
+        it.
+    random_state : int, RandomState or None, default=None
+        Order of the documents in each epoch.
 
     Attributes
     ----------
     classes_ : ndarray
         The proposition labels, sorted (as in ``y``).
     coef_ : ndarray of shape (n_params,)
-        The weights; :attr:`layout_` says where each group sits.
+        The averaged weights; :attr:`layout_` says where each group sits.
     layout_ : ParameterLayout
     link_cost_ : float
         The cost of a missed link used in training.
     n_iter_ : int
-        L-BFGS iterations run.
-    objective_ : float
-        ``||w||^2 / 2 + C sum loss`` at ``coef_``.
-    n_lp_solves_ : int
-        LP-SparseMAP solves in training (documents times objective
-        evaluations).
-    n_lp_not_converged_ : int
-        Those that stopped at ``lp_max_iter`` before ``lp_tol``.
+        Epochs run.
+    loss_curve_ : list of float
+        Mean training loss of each epoch (at the weights of each step).
+    n_lp_not_converged_ : list of int
+        Per epoch, the LP-SparseMAP solves that stopped at ``lp_max_iter``
+        before ``lp_tol``.
 
     Examples
     --------
@@ -192,7 +221,8 @@ max_bb_nodes, time_limit, n_jobs, verbose :
     >>> from sksparse_struct.datasets import load_cdcp_sample
     >>> from sksparse_struct.feature_extraction import ArgumentFeatures
     >>> X_train, y_train, X_test, y_test = load_cdcp_sample()
-    >>> model = make_pipeline(ArgumentFeatures(), SparseMAPArgumentMiner(max_iter=5))
+    >>> model = make_pipeline(ArgumentFeatures(),
+    ...                       SparseMAPArgumentMiner(max_iter=5, random_state=0))
     >>> model.fit(X_train, y_train)  # doctest: +ELLIPSIS
     Pipeline(...)
     >>> 0 <= model.score(X_test, y_test) <= 1
@@ -200,10 +230,11 @@ max_bb_nodes, time_limit, n_jobs, verbose :
     """
 
     _parameter_constraints: dict = {
-        **{key: value for key, value in StructuredSVMArgumentMiner._parameter_constraints.items()
-           if key != "random_state"},
+        **StructuredSVMArgumentMiner._parameter_constraints,
         "loss": [StrOptions({"sparsemap", "margin_sparsemap"})],
-        "tol": [Interval(Real, 0, None, closed="neither")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "tol": [None, Interval(Real, 0, None, closed="neither")],
     }
 
     def __init__(
@@ -216,7 +247,9 @@ max_bb_nodes, time_limit, n_jobs, verbose :
         C=0.1,
         loss="margin_sparsemap",
         link_cost="balanced",
-        max_iter=100,
+        max_iter=30,
+        learning_rate=0.1,
+        batch_size=8,
         tol=1e-4,
         decode="exact",
         max_bb_nodes=100,
@@ -224,6 +257,7 @@ max_bb_nodes, time_limit, n_jobs, verbose :
         lp_max_iter=500,
         lp_tol=1e-5,
         n_jobs=None,
+        random_state=None,
         verbose=0,
     ):
         self.constraints = constraints
@@ -234,6 +268,8 @@ max_bb_nodes, time_limit, n_jobs, verbose :
         self.loss = loss
         self.link_cost = link_cost
         self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
         self.tol = tol
         self.decode = decode
         self.max_bb_nodes = max_bb_nodes
@@ -241,6 +277,7 @@ max_bb_nodes, time_limit, n_jobs, verbose :
         self.lp_max_iter = lp_max_iter
         self.lp_tol = lp_tol
         self.n_jobs = n_jobs
+        self.random_state = random_state
         self.verbose = verbose
 
     def predict_marginals(self, X):
@@ -286,22 +323,24 @@ max_bb_nodes, time_limit, n_jobs, verbose :
         problem = ArgumentProblem(docs, targets, graphs, self.layout_, self.link_cost_,
                                   self._ad3_options(), n_jobs=self.n_jobs)
         n_threads = 1 if self.n_jobs is None else effective_n_jobs(self.n_jobs)
-        objective = _SparseMAPObjective(problem, self.C, self.loss, self._ad3_options(),
-                                        n_threads)
-        progress = Progress(self, self.verbose, "iteration", self.max_iter)
-        start = time.perf_counter()
+        losses = _SparseMAPProblem(problem, self.C, self.loss, self._ad3_options(), n_threads)
+        progress = Progress(self, self.verbose, "epoch", self.max_iter)
+        self.n_lp_not_converged_ = []
 
         def callback(info):
-            progress.update(info.iteration, [("objective", info.fun),
-                                          ("lp_not_converged", objective.n_not_converged)])
+            self.n_lp_not_converged_.append(int(info.stats[1]))
+            progress.update(info.epoch, [("loss", info.loss),
+                                         ("lp_not_converged", int(info.stats[1])),
+                                         ("ad3_iterations", info.stats[2] / info.n_samples)])
 
-        result = minimize_lbfgs(objective, np.zeros(self.layout_.n_params),
-                                max_iter=self.max_iter, epsilon=self.tol, delta=self.tol,
-                                callback=callback)
-        self.coef_ = np.asarray(result.x, dtype=np.float64)
-        self.n_iter_ = int(result.n_iter)
-        self.objective_ = float(result.fun)
-        self.n_lp_solves_ = objective.n_evaluations * problem.n_samples
-        self.n_lp_not_converged_ = int(objective.n_not_converged)
-        self.fit_time_ = time.perf_counter() - start
+        n = len(docs)
+        result = minimize_online(
+            losses, np.zeros(self.layout_.n_params), np.arange(n), method="adagrad",
+            learning_rate=self.learning_rate, l2=1.0 / (self.C * n),
+            batch_size=min(self.batch_size, n), max_epochs=self.max_iter, tol=self.tol,
+            average=True, random_state=check_random_state(self.random_state), n_parts=2,
+            n_threads=min(n_threads, 2), callback=callback)
+        self.coef_ = result.coef
+        self.n_iter_ = result.n_epochs
+        self.loss_curve_ = list(result.loss_curve)
         return self
