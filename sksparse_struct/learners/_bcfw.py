@@ -474,9 +474,16 @@ def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, av
         decoding.
     batch_size : int, default=1
         Decode the blocks of ``batch_size`` consecutive samples of the
-        order at the same weights (the decisions to use the cache too),
-        then make their steps one after the other in the order. 1: plain
-        BCFW. The result depends on ``batch_size`` but not on ``n_jobs``.
+        order at the same weights, then make their steps one after the
+        other in the order. With a cache, the batch is of the next
+        ``batch_size`` blocks that need a decoding: each visit decides at
+        the current weights, a cached step is made at once, a block to
+        decode waits in a queue until ``batch_size`` blocks (or the end of
+        the pass) are waiting; the queue is then decoded at the current
+        weights and its steps made in order (so each block's step is still
+        a line search at the weights of the moment, towards a point of its
+        domain). 1: plain BCFW. The result depends on ``batch_size`` but not
+        on ``n_jobs``.
     n_jobs : int or None, default=None
         Threads decoding the samples of a batch at once (useful when the
         decoder releases the GIL, as numba kernels compiled with
@@ -598,10 +605,19 @@ def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, av
     pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
 
     def decode_all(batch):
-        """The decodings of a batch at the current weights, in the batch's order."""
+        """The decodings of a batch at the current weights, in the batch's order.
+
+        On the pool, the largest structures are submitted first (the longest
+        decodings, usually): the threads then finish close together.
+        """
         if pool is None or len(batch) < 2:
             return [checked.loss_augmented(w, i, sizes[i]) for i in batch]
-        return list(pool.map(lambda i: checked.loss_augmented(w, i, sizes[i]), batch))
+        batch = list(batch)
+        first = sorted(range(len(batch)), key=lambda j: -sizes[batch[j]])
+        futures = [None] * len(batch)
+        for j in first:
+            futures[j] = pool.submit(checked.loss_augmented, w, batch[j], sizes[batch[j]])
+        return [future.result() for future in futures]
 
     def batches(order):
         for start in range(0, order.shape[0], int(batch_size)):
@@ -628,21 +644,13 @@ def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, av
 
     def cache_pass(order):
         total, n_decoded = None, 0
-        for batch in batches(order):
-            use_cache = []
-            for i in batch:
-                hit = False
-                if skipped[i] < _MAX_SKIPS and cache.n_planes[i]:
-                    gap_i = cache.best_gap(state, i)
-                    hit = gap_i > 0 and gap_i >= cache_tol * cache.last_gap[i]
-                use_cache.append(hit)
-            decoded = iter(decode_all([i for i, hit in zip(batch, use_cache) if not hit]))
-            for i, hit in zip(batch, use_cache):
-                if hit:
-                    skipped[i] += 1
-                    cache.steps(state, i, 1 + cache_steps)
-                    continue
-                m, cost, stats = next(decoded)
+        queue = []
+
+        def flush():
+            # The queued blocks decoded at the current weights (on the pool's
+            # threads), then their steps one after the other, in the queue's order.
+            nonlocal total, n_decoded
+            for i, (m, cost, stats) in zip(queue, decode_all(queue)):
                 skipped[i] = 0
                 n_decoded += 1
                 total = stats.copy() if total is None else total + stats
@@ -656,6 +664,21 @@ def minimize_bcfw(problem, *, C=1.0, max_iter=100, tol=0.0, line_search=True, av
                 plane_step(state, np.int64(i), support, cache.psi[i], cache.planes[i][j], cost,
                            cache.diff_for(i))
                 cache.steps(state, i, cache_steps)
+            queue.clear()
+
+        for i in order:
+            hit = False
+            if skipped[i] < _MAX_SKIPS and cache.n_planes[i]:
+                gap_i = cache.best_gap(state, i)
+                hit = gap_i > 0 and gap_i >= cache_tol * cache.last_gap[i]
+            if hit:
+                skipped[i] += 1
+                cache.steps(state, i, 1 + cache_steps)
+                continue
+            queue.append(i)
+            if len(queue) == batch_size:
+                flush()
+        flush()
         if total is None:
             total = np.zeros(checked.n_stats or 0)
         return total, n_decoded

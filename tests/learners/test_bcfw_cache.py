@@ -105,12 +105,50 @@ def test_n_jobs_decodes_on_several_threads():
     assert problem.threads == {threading.get_ident()}
 
 
-def test_batch_size_one_is_plain_bcfw():
+@pytest.mark.parametrize("cache_size", [0, 3])
+def test_batch_size_one_is_plain_bcfw(cache_size):
     problem = Sequences(n=5, seed=6)
-    a = minimize_bcfw(problem, max_iter=15, random_state=0)
-    b = minimize_bcfw(problem, max_iter=15, random_state=0, batch_size=1, n_jobs=2)
+    a = minimize_bcfw(problem, max_iter=15, random_state=0, cache_size=cache_size)
+    b = minimize_bcfw(problem, max_iter=15, random_state=0, cache_size=cache_size,
+                      batch_size=1, n_jobs=2)
     np.testing.assert_array_equal(a.coef, b.coef)
     assert a.history == b.history
+    assert a.n_decoded == b.n_decoded
+
+
+class Batches(Threaded):
+    """Records the weights of every decoding, pass by pass."""
+
+    def __init__(self, problem):
+        super().__init__(problem)
+        self.passes = [[]]
+
+    def loss_augmented(self, w, i):
+        with self.lock:
+            self.passes[-1].append((i, w.copy()))
+        return self.problem.loss_augmented(w, i)
+
+
+def test_with_a_cache_a_batch_gathers_the_blocks_to_decode():
+    # The next batch_size blocks that need a decoding are decoded at the same
+    # weights (the cached steps of the blocks visited meanwhile made at
+    # once): within a pass, the decodings come in runs of batch_size at equal
+    # weights (the last run possibly shorter); the weights change between runs.
+    problem = Batches(Sequences(n=9, seed=5))
+    result = minimize_bcfw(problem, C=0.5, max_iter=12, gap_every=0, random_state=0,
+                           cache_size=3, batch_size=3, n_jobs=2,
+                           callback=lambda info: problem.passes.append([]))
+    passes = problem.passes[:-1]
+    assert [len(p) for p in passes] == result.n_decoded
+    assert any(0 < len(p) < problem.n_samples for p in passes)
+    changes = 0
+    for decodings in passes:
+        for k in range(1, len(decodings)):
+            same = np.array_equal(decodings[k][1], decodings[k - 1][1])
+            if k % 3:
+                assert same, (k, len(decodings))
+            changes += not same
+    assert changes > 0
 
 
 @pytest.mark.parametrize("kwargs, message", [
