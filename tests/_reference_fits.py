@@ -19,6 +19,15 @@ To record the current results (only when a change of results is intended,
 and say which and why in the commit)::
 
     python -m tests._reference_fits --write
+
+or, to re-record only the entries a change moved (the others keep their
+record and the processor it was made on)::
+
+    python -m tests._reference_fits --write NAME [NAME ...]
+
+An entry recorded alone on another processor than the file's ``host`` has
+its own under ``hosts`` (``entry_host``); its digests are compared on that
+processor only.
 """
 
 import hashlib
@@ -175,17 +184,54 @@ def host():
     return info
 
 
-def record_all():
-    tagger_data = _tagger_data()
-    parser_data = _parser_data()
-    records = {name: tagger_record(p, tagger_data) for name, p in TAGGER_CONFIGS.items()}
-    records.update({name: parser_record(p, parser_data) for name, p in PARSER_CONFIGS.items()})
+def entry_host(record, name):
+    """The host entry ``name`` of ``record`` was made on: its own, else the file's."""
+    return record.get("hosts", {}).get(name, record["host"])
+
+
+def record_all(names=None):
+    """The records of the configurations ``names`` (default: all of them)."""
+    names = list(TAGGER_CONFIGS) + list(PARSER_CONFIGS) if names is None else names
+    records = {}
+    if any(name in TAGGER_CONFIGS for name in names):
+        tagger_data = _tagger_data()
+        records.update({name: tagger_record(TAGGER_CONFIGS[name], tagger_data)
+                        for name in names if name in TAGGER_CONFIGS})
+    if any(name in PARSER_CONFIGS for name in names):
+        parser_data = _parser_data()
+        records.update({name: parser_record(PARSER_CONFIGS[name], parser_data)
+                        for name in names if name in PARSER_CONFIGS})
     return records
 
 
+def rerecord(record, names):
+    """``record`` with the entries ``names`` made again, here; the others unchanged."""
+    here = host()
+    hosts = dict(record.get("hosts", {}))
+    fits = dict(record["fits"])
+    fits.update(record_all(names))
+    for name in names:
+        if here == record["host"]:
+            hosts.pop(name, None)
+        else:
+            hosts[name] = here
+    out = {"host": record["host"], "fits": fits}
+    if hosts:
+        out["hosts"] = hosts
+    return out
+
+
 if __name__ == "__main__":
-    if "--write" not in sys.argv[1:]:
-        sys.exit("usage: python -m tests._reference_fits --write")
-    REFERENCE_FILE.write_text(json.dumps({"host": host(), "fits": record_all()}, indent=1,
-                                         sort_keys=True) + "\n")
-    print(f"wrote {REFERENCE_FILE}")
+    args = sys.argv[1:]
+    if "--write" not in args:
+        sys.exit("usage: python -m tests._reference_fits --write [NAME ...]")
+    names = [a for a in args if a != "--write"]
+    unknown = sorted(set(names) - set(TAGGER_CONFIGS) - set(PARSER_CONFIGS))
+    if unknown:
+        sys.exit(f"unknown configurations: {unknown}")
+    if names:
+        record = rerecord(json.loads(REFERENCE_FILE.read_text()), names)
+    else:
+        record = {"host": host(), "fits": record_all()}
+    REFERENCE_FILE.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {REFERENCE_FILE}" + (f" ({', '.join(names)})" if names else ""))
