@@ -302,9 +302,9 @@ def test_parser_warns_once_for_its_unconverged_sparsemap_solves(parsing):
                         rf"active-set iterations on \d+ of {len(X)} sentences", the_one(record))
     _, record = caught(parser.set_params(sparsemap_max_iter=200).fit, X, y)
     assert not record and parser.n_sparsemap_not_converged_ == 0
-    # The default, None: 200 in training, sparsemap's own (growing with the
-    # sentence) in prediction.
-    assert parser.set_params(sparsemap_max_iter=None)._sparsemap_options().max_iter == 200
+    # The default, None: SparseMAPOptions' own limit (growing with the
+    # sentence), in training and in prediction.
+    assert parser.set_params(sparsemap_max_iter=None)._sparsemap_options().max_iter is None
     supports, record = caught(parser.predict_sparse, X)
     assert not record and len(supports) == len(X)
 
