@@ -357,21 +357,24 @@ def _apply(result, a, b):
     return dz, B_v @ x[n:n + n_t]
 
 
-def _check_result(result, caller):
+def _product(result, first, second, names, caller):
+    """The Jacobian applied to validated vectors over the variables and the factor scores."""
     if not isinstance(result, LPSparseMAPResult):
         raise ValueError(f"{caller}: result must be an LPSparseMAPResult returned by "
                          f"lp_sparsemap, got {type(result).__name__}.")
-
-
-def _tangent(values, shape, name, caller):
-    if values is None:
-        return np.zeros(shape)
-    arr = np.asarray(values, dtype=np.float64)
-    if arr.shape != (shape,):
-        raise ValueError(f"{caller}: {name} must have shape ({shape},), got {arr.shape}.")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{caller}: {name} must be finite.")
-    return arr
+    cg = result._problem[0]
+    vectors = []
+    for values, size, name in zip((first, second), (cg.n_variables, cg.n_scores), names):
+        if values is None:
+            vectors.append(np.zeros(size))
+            continue
+        arr = np.asarray(values, dtype=np.float64)
+        if arr.shape != (size,):
+            raise ValueError(f"{caller}: {name} must have shape ({size},), got {arr.shape}.")
+        if not np.isfinite(arr).all():
+            raise ValueError(f"{caller}: {name} must be finite.")
+        vectors.append(arr)
+    return _apply(result, *vectors)
 
 
 def lp_sparsemap_jvp(result, d_variable_scores, d_factor_scores=None):
@@ -412,11 +415,8 @@ def lp_sparsemap_jvp(result, d_variable_scores, d_factor_scores=None):
     >>> d_u.round(3).tolist()
     [0.5, -0.5, 0.0]
     """
-    _check_result(result, "lp_sparsemap_jvp")
-    cg = result._problem[0]
-    a = _tangent(d_variable_scores, cg.n_variables, "d_variable_scores", "lp_sparsemap_jvp")
-    b = _tangent(d_factor_scores, cg.n_scores, "d_factor_scores", "lp_sparsemap_jvp")
-    return _apply(result, a, b)
+    return _product(result, d_variable_scores, d_factor_scores,
+                    ("d_variable_scores", "d_factor_scores"), "lp_sparsemap_jvp")
 
 
 def lp_sparsemap_backward(result, d_variables, d_factors=None):
@@ -453,8 +453,5 @@ def lp_sparsemap_backward(result, d_variables, d_factors=None):
     >>> g_theta.round(3).tolist()
     [0.5, -0.5, 0.0]
     """
-    _check_result(result, "lp_sparsemap_backward")
-    cg = result._problem[0]
-    a = _tangent(d_variables, cg.n_variables, "d_variables", "lp_sparsemap_backward")
-    b = _tangent(d_factors, cg.n_scores, "d_factors", "lp_sparsemap_backward")
-    return _apply(result, a, b)
+    return _product(result, d_variables, d_factors, ("d_variables", "d_factors"),
+                    "lp_sparsemap_backward")
