@@ -103,3 +103,33 @@ def test_the_cache_reaches_the_same_optimum():
         assert np.linalg.norm(result.coef - plain.coef) <= bound
         # Weak duality across the runs: every dual below every primal.
         assert gap.dual <= plain.gap.primal + 1e-9 and plain.gap.dual <= gap.primal + 1e-9
+
+
+def test_the_duality_gap_is_computed_after_the_last_pass_only(sample):
+    docs, y = sample
+    gaps = []
+    miner = StructuredSVMArgumentMiner(max_iter=3, random_state=0)
+    record = miner._record
+    miner._record = lambda info: (gaps.append(info.gap), record(info))
+    miner.fit(docs, y)
+    assert gaps[:2] == [None, None] and gaps[2] is not None
+    assert [n for n, _ in miner.duality_gaps_] == [3]
+
+
+@pytest.mark.parametrize("lp_gap_tol", [None, 1e-2, 1e-6])
+def test_lp_gap_tol_only_loosens_the_training_decodings(sample, lp_gap_tol):
+    # The training solves stop at the gap tolerance; the reported objective
+    # is still the tight one (an upper bound within the solves' tolerance).
+    docs, y = sample
+    miner = StructuredSVMArgumentMiner(max_iter=3, random_state=0,
+                                       lp_gap_tol=lp_gap_tol).fit(docs, y)
+    want = _tight_primal(miner, docs, y)
+    assert miner.objective_ >= want - 1e-9 * abs(want)
+    assert miner.objective_ == pytest.approx(want, rel=1e-6)
+
+
+@pytest.mark.parametrize("value", [0.0, -1e-3, "1e-2"])
+def test_bad_lp_gap_tol(sample, value):
+    docs, y = sample
+    with pytest.raises(ValueError, match="'lp_gap_tol' parameter"):
+        StructuredSVMArgumentMiner(max_iter=1, lp_gap_tol=value).fit(docs, y)
