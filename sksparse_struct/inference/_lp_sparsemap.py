@@ -34,6 +34,7 @@ from ._ad3 import (
     _checked_scores,
     _NOT_FIXED,
     _options,
+    _positive,
     _score_scale,
     _solve,
     _unscale,
@@ -117,7 +118,7 @@ class LPSparseMAPResult:
 
 
 def lp_sparsemap(graph, variable_scores, factor_scores=None, *, eta=0.1, adaptive_eta=True,
-                 max_iter=5000, tol=1e-6, warm_start=None):
+                 max_iter=5000, tol=1e-6, gap_tol=None, warm_start=None):
     """LP-SparseMAP on a factor graph: sparse marginals over its local polytope.
 
     Maximises ``variable_scores . u + factor_scores . v - 1/2 ||u||^2`` over
@@ -146,6 +147,11 @@ def lp_sparsemap(graph, variable_scores, factor_scores=None, *, eta=0.1, adaptiv
         Maximum number of iterations.
     tol : float, default=1e-6
         Stop when both residuals are below ``tol``.
+    gap_tol : float or None, default=None
+        If given, also stop (as converged) when the dual value, computed
+        every 50 iterations, is within ``gap_tol`` (relative) of the
+        objective, as in :func:`ad3`: a looser, cheaper solve, e.g. inside
+        a training loop.
     warm_start : LPSparseMAPResult, default=None
         A result of ``lp_sparsemap`` on the same graph: start from its
         multipliers, copies and step size.
@@ -185,6 +191,9 @@ def lp_sparsemap(graph, variable_scores, factor_scores=None, *, eta=0.1, adaptiv
     if not isinstance(adaptive_eta, (bool, np.bool_)):
         raise ValueError(
             f"lp_sparsemap: adaptive_eta must be True or False, got {adaptive_eta!r}.")
+    if gap_tol is not None and not _positive(gap_tol):
+        raise ValueError(
+            f"lp_sparsemap: gap_tol must be a positive number or None, got {gap_tol!r}.")
     # Scaling the scores by s and the quadratic by s scales the objective by
     # s: the same solution.
     scale = _score_scale(top)
@@ -193,7 +202,8 @@ def lp_sparsemap(graph, variable_scores, factor_scores=None, *, eta=0.1, adaptiv
                                   result_type=LPSparseMAPResult)
     if warm_eta is not None and adaptive_eta:
         eta = warm_eta
-    options = _options(eta, adaptive_eta, max_iter, tol, quadratic=scale)
+    options = _options(eta, adaptive_eta, max_iter, tol,
+                       gap_tol=0.0 if gap_tol is None else gap_tol, quadratic=scale)
     n_iter, converged, eta, primal, dual, primal_res, dual_res, integral, _ = _solve(
         cg, theta_s, fs_s, _NOT_FIXED, state, options, "lp_sparsemap")
     n = cg.n_variables

@@ -253,3 +253,16 @@ def test_warm_start_and_validation():
         lp_sparsemap_jvp(cold, theta[:-1])
     with pytest.raises(ValueError, match="d_factors must be finite"):
         lp_sparsemap_backward(cold, theta, np.full(fg.n_factor_scores, np.inf))
+
+
+def test_gap_tolerance_stops_early_and_close():
+    rng = np.random.default_rng(8)
+    fg, _ = random_graph(rng, 10, 10)
+    theta, fs = random_scores(rng, fg, 2.0)
+    tight = lp_sparsemap(fg, theta, fs, **TIGHT)
+    loose = lp_sparsemap(fg, theta, fs, tol=1e-12, max_iter=200000, gap_tol=1e-3)
+    assert loose.converged and loose.n_iter < tight.n_iter
+    assert loose.n_iter % 50 == 0
+    assert abs(loose.objective - tight.objective) <= 2e-3 * max(1.0, abs(tight.objective))
+    with pytest.raises(ValueError, match="gap_tol must be a positive"):
+        lp_sparsemap(fg, theta, fs, gap_tol=-1.0)
