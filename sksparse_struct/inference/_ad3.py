@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._ad3_fast import N_OPTIONS, ad3_solve, evaluate_assignment
+from ._ad3_fast import LARGE_SCORE, N_OPTIONS, ad3_solve, evaluate_assignment
 from ._factor_graph import FactorGraph
 
 __all__ = ["AD3Result", "MAPResult", "ad3", "ad3_map"]
@@ -101,6 +101,39 @@ def check_graph_scores(graph, variable_scores, factor_scores, caller):
     return cg, theta, fs
 
 
+def _checked_arrays(graph, variable_scores, factor_scores, caller):
+    """The compiled graph and the scores as contiguous float64 arrays of the right shapes.
+
+    The values are not looked at: :func:`ad3` lets the solver check them
+    (``OPT_CHECK_SCORES``) and comes back to :func:`_checked_scores` only
+    when a score is not finite or needs scaling.
+    """
+    if not isinstance(graph, FactorGraph):
+        raise ValueError(f"{caller}: graph must be a FactorGraph, got {type(graph).__name__}.")
+    cg = graph.compile()
+    theta = np.asarray(variable_scores, dtype=np.float64)
+    if theta.shape != (graph.n_variables,):
+        raise ValueError(
+            f"{caller}: variable_scores must have shape ({graph.n_variables},), one score per "
+            f"variable, got {theta.shape}.")
+    if factor_scores is None:
+        if graph.n_factor_scores:
+            raise ValueError(
+                f"{caller}: the graph has scored factors; pass factor_scores of length "
+                f"{graph.n_factor_scores}.")
+        fs = _NO_SCORES
+    else:
+        fs = np.asarray(factor_scores, dtype=np.float64)
+        if fs.shape != (graph.n_factor_scores,):
+            raise ValueError(
+                f"{caller}: factor_scores must have shape ({graph.n_factor_scores},) (see "
+                f"graph.factor_offsets), got {fs.shape}.")
+    return cg, np.ascontiguousarray(theta), np.ascontiguousarray(fs)
+
+
+_NO_SCORES = np.zeros(0)
+
+
 def _checked_scores(graph, variable_scores, factor_scores, caller):
     """:func:`check_graph_scores` and the largest score magnitude."""
     if not isinstance(graph, FactorGraph):
@@ -138,7 +171,7 @@ def _checked_scores(graph, variable_scores, factor_scores, caller):
 # Scores above this magnitude are scaled down by a power of two (exactly,
 # and the LP's solution does not change) so that no sum in the solver
 # overflows, and the objectives scaled back.
-_LARGE_SCORE = 2.0 ** 60
+_LARGE_SCORE = LARGE_SCORE
 
 
 def _score_scale(top, limit=_LARGE_SCORE):
@@ -164,12 +197,14 @@ def _initial_state(cg):
     return state
 
 
-def _options(eta, adaptive, max_iter, tol, lower_bound=-np.inf, gap_tol=0.0, quadratic=0.0):
+def _options(eta, adaptive, max_iter, tol, lower_bound=-np.inf, gap_tol=0.0, quadratic=0.0,
+             check_scores=False, fresh=False):
     """The solver's options array (positions ``_ad3_fast.OPT_*``)."""
-    options = np.array([eta, adaptive, max_iter, tol, lower_bound, gap_tol, quadratic],
-                       dtype=np.float64)
-    assert options.shape[0] == N_OPTIONS
-    return options
+    return np.array((eta, adaptive, max_iter, tol, lower_bound, gap_tol, quadratic,
+                     check_scores, fresh), dtype=np.float64)
+
+
+assert _options(0.1, True, 1, 1e-6).shape[0] == N_OPTIONS
 
 
 _NOT_FIXED = np.zeros(0, dtype=np.int64)
@@ -179,10 +214,17 @@ def _solve(cg, theta, fs, fixed, state, options, caller):
     """One compiled AD3 run from ``state`` (updated in place)."""
     out = ad3_solve(cg.data, theta, fs, fixed, state, options)
     if out[8] != 0:
+        _raise_status(out[8], caller)
+    return out
+
+
+def _raise_status(status, caller):
+    """The error of a solver status other than 0."""
+    if status == 1:
         raise ValueError(
             f"{caller}: a structure factor has no structure of finite score (its fixed "
             "part scores forbid every structure, or the scores overflow).")
-    return out
+    raise ValueError(f"{caller}: the solver stopped with status {status}.")
 
 
 def _positive(value):
@@ -288,29 +330,42 @@ def ad3(graph, variable_scores, factor_scores=None, *, eta=0.1, adaptive_eta=Tru
     >>> res.variables.round(4).tolist(), round(res.primal, 4), res.integral
     ([0.0, 0.0, 1.0, 1.0], 1.5, True)
     """
-    cg, theta, fs, top = _checked_scores(graph, variable_scores, factor_scores, "ad3")
+    cg, theta, fs = _checked_arrays(graph, variable_scores, factor_scores, "ad3")
     _check_solver_args(eta, max_iter, tol, "ad3")
     if gap_tol is not None and not _positive(gap_tol):
         raise ValueError(f"ad3: gap_tol must be a positive number or None, got {gap_tol!r}.")
     if not isinstance(adaptive_eta, (bool, np.bool_)):
         raise ValueError(f"ad3: adaptive_eta must be True or False, got {adaptive_eta!r}.")
-    scale = _score_scale(top)
-    if scale != 1.0:
-        theta, fs = theta * scale, fs * scale
-    state, warm_eta = _warm_state(cg, warm_start, scale, "ad3")
-    if warm_eta is not None and adaptive_eta:
-        eta = warm_eta
-    options = _options(eta, adaptive_eta, max_iter, tol,
-                       gap_tol=0.0 if gap_tol is None else gap_tol)
-    n_iter, converged, eta, primal, dual, primal_res, dual_res, integral, _ = _solve(
-        cg, theta, fs, _NOT_FIXED, state, options, "ad3")
-    n = cg.n_variables
-    extras = state[state.shape[0] - cg.n_scores:]
-    return AD3Result(variables=state[:n].copy(), factors=extras.copy(),
-                     primal=_unscale(primal, scale, "ad3"), dual=_unscale(dual, scale, "ad3"),
-                     integral=integral, n_iter=n_iter, converged=converged, eta=eta,
-                     state=(state, scale, (n, cg.slot_var.shape[0], cg.n_scores)),
-                     primal_residual=primal_res, dual_residual=dual_res)
+    gap = 0.0 if gap_tol is None else gap_tol
+    n, n_slots, n_scores = cg.n_variables, cg.slot_var.shape[0], cg.n_scores
+    scale = 1.0
+    out = None
+    if warm_start is None:
+        # The common case in one compiled call: the solver checks the scores
+        # and sets up the initial state itself.
+        state = np.empty(n + 2 * n_slots + n_scores)
+        out = ad3_solve(cg.data, theta, fs, _NOT_FIXED, state,
+                        _options(eta, adaptive_eta, max_iter, tol, gap_tol=gap,
+                                 check_scores=True, fresh=True))
+        if out[8] == 2:  # a score not finite (raised below) or to be scaled
+            out = None
+    if out is None:
+        cg, theta, fs, top = _checked_scores(graph, variable_scores, factor_scores, "ad3")
+        scale = _score_scale(top)
+        if scale != 1.0:
+            theta, fs = theta * scale, fs * scale
+        state, warm_eta = _warm_state(cg, warm_start, scale, "ad3")
+        if warm_eta is not None and adaptive_eta:
+            eta = warm_eta
+        out = ad3_solve(cg.data, theta, fs, _NOT_FIXED, state,
+                        _options(eta, adaptive_eta, max_iter, tol, gap_tol=gap))
+    n_iter, converged, eta, primal, dual, primal_res, dual_res, integral, status = out
+    if status != 0:
+        _raise_status(status, "ad3")
+    return AD3Result(state[:n].copy(), state[n + 2 * n_slots:].copy(),
+                     _unscale(primal, scale, "ad3"), _unscale(dual, scale, "ad3"), integral,
+                     n_iter, converged, eta, (state, scale, (n, n_slots, n_scores)),
+                     primal_res, dual_res)
 
 
 def evaluate(cg, theta, fs, x):

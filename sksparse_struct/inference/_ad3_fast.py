@@ -772,7 +772,16 @@ OPT_TOL = 3
 OPT_LOWER_BOUND = 4
 OPT_GAP_TOL = 5
 OPT_QUADRATIC = 6
-N_OPTIONS = 7
+# Nonzero: check first that every score is finite and at most LARGE_SCORE in
+# magnitude (else return status 2 at once, the state untouched), and start
+# from the initial state (u = 0.5, the rest 0) instead of ``flat_state``'s
+# contents. One compiled pass instead of numpy's checks and allocations per
+# call: they cost more than solving a tiny graph.
+OPT_CHECK_SCORES = 7
+OPT_FRESH = 8
+N_OPTIONS = 9
+# Scores above this magnitude are scaled by the caller (see ``_ad3``).
+LARGE_SCORE = 2.0 ** 60
 
 
 @njit
@@ -1073,6 +1082,15 @@ def primal_value(ctx, theta, fs, state, quad):
 
 
 @njit
+def _scores_in_range(a):
+    """Whether every entry is finite and at most ``LARGE_SCORE`` in magnitude."""
+    for i in range(a.shape[0]):
+        if not abs(a[i]) <= LARGE_SCORE:  # also False for NaN
+            return False
+    return True
+
+
+@njit
 def ad3_solve(data, theta, fs, fixed, flat_state, opts):
     """The AD3 loop from ``flat_state`` (updated in place), every factor kind compiled.
 
@@ -1085,10 +1103,17 @@ def ad3_solve(data, theta, fs, fixed, flat_state, opts):
     positive (converged when within ``gap_tol``, relative, of the primal).
     Returns ``(n_iter, converged, eta, primal, dual, primal_residual,
     dual_residual, integral, status)``; status 1: a structure factor has no
-    structure of finite score.
+    structure of finite score; 2 (with ``OPT_CHECK_SCORES``): a score is not
+    finite or above ``LARGE_SCORE`` in magnitude, nothing solved.
     """
     graph = data.graph
     n_vars = graph.deg.shape[0]
+    if opts[OPT_CHECK_SCORES] != 0.0:
+        if not (_scores_in_range(theta) and _scores_in_range(fs)):
+            return 0, False, opts[OPT_ETA], np.nan, np.nan, np.inf, np.inf, False, 2
+    if opts[OPT_FRESH] != 0.0:
+        for i in range(flat_state.shape[0]):
+            flat_state[i] = 0.5 if i < n_vars else 0.0
     state = split_state(flat_state, n_vars, graph.slot_var.shape[0])
     u, q, lam, add = state.u, state.q, state.lam, state.add
     if fixed.shape[0] == 0:
