@@ -195,14 +195,29 @@ def time_ad3(probs, tol, gap_tol=None):
     return np.array(times), np.array(values), np.array(iters), integral, converged
 
 
-def cold_compile_seconds():
+def cold_compile_seconds(tree=False):
+    """Wall and CPU seconds of a fresh process (empty ``NUMBA_CACHE_DIR``) solving one graph.
+
+    With ``tree``, ``ad3`` on a graph with a dependency-tree factor (and a
+    pair and an XOR factor): the structure factors' machinery compiles too.
+    """
+    if tree:
+        solve = ("from sksparse_struct.structures import DependencyTree\n"
+                 "arcs = [(h, m) for m in range(1, 6) for h in range(6) if h != m]\n"
+                 "fg = FactorGraph(len(arcs) + 1)\n"
+                 "fg.add_structure(DependencyTree(single_root=False), list(range(len(arcs))),"
+                 " np.zeros((6, 6)))\n"
+                 "fg.add_pair(0, len(arcs)); fg.add_xor([1, len(arcs)])\n"
+                 "ad3(fg, np.ones(fg.n_variables), np.zeros(fg.n_factor_scores))\n")
+    else:
+        solve = ("fg = FactorGraph(4); fg.add_xor([0, 1]); fg.add_or([1, 2], [True, False])\n"
+                 "fg.add_at_most_one([2, 3]); fg.add_dense([0, 3], [[0, 0], [1, 1]])\n"
+                 "fg.add_pair(0, 2)\n"
+                 "ad3_map(fg, np.ones(4), np.zeros(fg.n_factor_scores))\n")
     code = ("import time, numpy as np\n"
             "t = time.perf_counter()\n"
             "from sksparse_struct.inference import FactorGraph, ad3, ad3_map\n"
-            "fg = FactorGraph(4); fg.add_xor([0, 1]); fg.add_or([1, 2], [True, False])\n"
-            "fg.add_at_most_one([2, 3]); fg.add_dense([0, 3], [[0, 0], [1, 1]])\n"
-            "fg.add_pair(0, 2)\n"
-            "ad3_map(fg, np.ones(4), np.zeros(fg.n_factor_scores))\n"
+            + solve +
             "import resource; r = resource.getrusage(resource.RUSAGE_SELF)\n"
             "print(time.perf_counter() - t, r.ru_utime + r.ru_stime)\n")
     with tempfile.TemporaryDirectory() as cache:
@@ -488,7 +503,7 @@ def ad3_version(ad3_python):
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def compare_families(ad3_python, max_iter, budget, out_path=None, rounds=5):
+def compare_families(ad3_python, max_iter, budget, out_path=None, rounds=5, cold=True):
     from sksparse_struct.inference import ad3
 
     settings = dict(eta=0.1, max_iter=max_iter, tol=1e-6, min_reps=1, max_reps=2000)
@@ -543,6 +558,13 @@ def compare_families(ad3_python, max_iter, budget, out_path=None, rounds=5):
     cpp.close()
     lines.append(f"load average after the run (1, 5, 15 min): "
                  + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    if cold:
+        for tree in (False, True):
+            wall, cpu = cold_compile_seconds(tree)
+            lines.append(f"cold start (fresh process, empty NUMBA_CACHE_DIR: import, compile, one "
+                         f"{'ad3 call on a graph with a tree factor' if tree else 'ad3_map call'}"
+                         f"): {wall:.1f} s wall, {cpu:.1f} s CPU (load "
+                         f"{os.getloadavg()[0]:.2f})")
     lines += ["", rst_table(header, rows), "",
               "C++ status: 0 integral, 1 fractional, 2 infeasible, 3 not solved "
               "(iteration limit); ms/solve: median wall clock; (CPU time): the ratio of the "
@@ -574,11 +596,14 @@ def main():
                         help="Python of the environment holding the ad3 bindings")
     parser.add_argument("--max-iter", type=int, default=1000,
                         help="AD3 iterations per solve (--families)")
+    parser.add_argument("--no-cold", action="store_true",
+                        help="skip the cold-compile timings (--families)")
     parser.add_argument("--budget", type=float, default=2.5,
                         help="seconds of repeated solves per graph and side (--families)")
     args = parser.parse_args()
     if args.families:
-        compare_families(args.ad3_python, args.max_iter, args.budget, args.out)
+        compare_families(args.ad3_python, args.max_iter, args.budget, args.out,
+                         cold=not args.no_cold)
         return
     data_dir = Path(args.data) if args.data else default_data_dir()
     if data_dir is None or not (data_dir / "cdcp" / "test").is_dir():
