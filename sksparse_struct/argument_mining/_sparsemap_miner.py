@@ -189,6 +189,11 @@ max_bb_nodes, time_limit, verbose :
         at prediction, as in :class:`StructuredSVMArgumentMiner`).
     lp_tol : float, default=1e-5
         AD³'s residual threshold, in training and prediction.
+    lp_gap_tol : float or None, default=1e-2
+        Training only: an LP-SparseMAP solve also stops when its dual bound
+        is within this fraction of its objective (checked every 50
+        iterations), as :class:`StructuredSVMArgumentMiner`'s training
+        solves do; None solves to ``lp_tol``.
     n_jobs : int, default=None
         Threads solving the documents of a mini-batch (two parts per batch,
         so at most two are used in training), and decoding in ``predict``,
@@ -256,6 +261,7 @@ max_bb_nodes, time_limit, verbose :
         time_limit=60.0,
         lp_max_iter=500,
         lp_tol=1e-5,
+        lp_gap_tol=1e-2,
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -276,6 +282,7 @@ max_bb_nodes, time_limit, verbose :
         self.time_limit = time_limit
         self.lp_max_iter = lp_max_iter
         self.lp_tol = lp_tol
+        self.lp_gap_tol = lp_gap_tol
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
@@ -323,7 +330,8 @@ max_bb_nodes, time_limit, verbose :
         problem = ArgumentProblem(docs, targets, graphs, self.layout_, self.link_cost_,
                                   self._ad3_options(), n_jobs=self.n_jobs)
         n_threads = 1 if self.n_jobs is None else effective_n_jobs(self.n_jobs)
-        losses = _SparseMAPProblem(problem, self.C, self.loss, self._ad3_options(), n_threads)
+        losses = _SparseMAPProblem(problem, self.C, self.loss, self._training_ad3_options(),
+                                   n_threads)
         progress = Progress(self, self.verbose, "epoch", self.max_iter)
         self.n_lp_not_converged_ = []
 

@@ -99,5 +99,7 @@ def test_bad_parameters_are_named():
         SparseMAPArgumentMiner(tol=0).fit(X, y)
     with pytest.raises(ValueError, match="batch_size"):
         SparseMAPArgumentMiner(batch_size=0).fit(X, y)
+    with pytest.raises(ValueError, match="lp_gap_tol"):
+        SparseMAPArgumentMiner(lp_gap_tol=-1.0).fit(X, y)
     with pytest.raises(ValueError, match="3 documents but y has 2"):
         SparseMAPArgumentMiner().fit(X, y[:2])
