@@ -69,6 +69,9 @@ class LPSparseMAPResult:
     objective : float
         ``theta . u + phi . v - 1/2 ||u||^2`` at the returned marginals (plus
         the structure factors' fixed part scores).
+    primal : float
+        The same as ``objective``, under the name :class:`AD3Result` uses,
+        so that code reading either result works with both.
     dual : float
         The Lagrangian dual at the final multipliers: an upper bound on the
         optimum once the multipliers have converged.
@@ -110,6 +113,10 @@ class LPSparseMAPResult:
         # scores) for the backward pass.
         self._problem = problem
         self._system = None
+
+    @property
+    def primal(self):
+        return self.objective
 
     def __repr__(self):
         return (f"LPSparseMAPResult(n_variables={self.variables.shape[0]}, objective="

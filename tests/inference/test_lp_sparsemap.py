@@ -119,6 +119,7 @@ def _check_against_reference(fg, theta, fs, res):
     assert in_local_polytope(fg, res.variables, res.factors)
     recomputed = theta @ res.variables + fs @ res.factors - 0.5 * res.variables @ res.variables
     assert res.objective == pytest.approx(recomputed, abs=1e-9)
+    assert res.primal == res.objective
     assert res.dual == pytest.approx(res.objective, abs=1e-7)
     assert np.all((res.variables >= 0) & (res.variables <= 1))
 
