@@ -136,36 +136,15 @@ _NO_SCORES = np.zeros(0)
 
 def _checked_scores(graph, variable_scores, factor_scores, caller):
     """:func:`check_graph_scores` and the largest score magnitude."""
-    if not isinstance(graph, FactorGraph):
-        raise ValueError(f"{caller}: graph must be a FactorGraph, got {type(graph).__name__}.")
-    cg = graph.compile()
-    theta = np.asarray(variable_scores, dtype=np.float64)
-    if theta.shape != (graph.n_variables,):
-        raise ValueError(
-            f"{caller}: variable_scores must have shape ({graph.n_variables},), one score per "
-            f"variable, got {theta.shape}.")
-    top = float(np.abs(theta).max()) if theta.shape[0] else 0.0
-    if not math.isfinite(top):
-        i = int(np.flatnonzero(~np.isfinite(theta))[0])
-        raise ValueError(f"{caller}: variable_scores[{i}] = {theta[i]} is not finite.")
-    if factor_scores is None:
-        if graph.n_factor_scores:
-            raise ValueError(
-                f"{caller}: the graph has scored factors; pass factor_scores of length "
-                f"{graph.n_factor_scores}.")
-        fs = np.zeros(0)
-    else:
-        fs = np.asarray(factor_scores, dtype=np.float64)
-        if fs.shape != (graph.n_factor_scores,):
-            raise ValueError(
-                f"{caller}: factor_scores must have shape ({graph.n_factor_scores},) (see "
-                f"graph.factor_offsets), got {fs.shape}.")
-        top_fs = float(np.abs(fs).max()) if fs.shape[0] else 0.0
-        if not math.isfinite(top_fs):
-            i = int(np.flatnonzero(~np.isfinite(fs))[0])
-            raise ValueError(f"{caller}: factor_scores[{i}] = {fs[i]} is not finite.")
-        top = max(top, top_fs)
-    return cg, np.ascontiguousarray(theta), np.ascontiguousarray(fs), top
+    cg, theta, fs = _checked_arrays(graph, variable_scores, factor_scores, caller)
+    top = 0.0
+    for name, scores in (("variable_scores", theta), ("factor_scores", fs)):
+        largest = float(np.abs(scores).max()) if scores.shape[0] else 0.0
+        if not math.isfinite(largest):
+            i = int(np.flatnonzero(~np.isfinite(scores))[0])
+            raise ValueError(f"{caller}: {name}[{i}] = {scores[i]} is not finite.")
+        top = max(top, largest)
+    return cg, theta, fs, top
 
 
 # Scores above this magnitude are scaled down by a power of two (exactly,
