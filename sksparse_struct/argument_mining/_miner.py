@@ -800,7 +800,7 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         if notes:
             shown = "; ".join(f"document {d}: {note}" for d, note in notes[:5])
             more = f"; and {len(notes) - 5} more" if len(notes) > 5 else ""
-            warn(f"StructuredSVMArgumentMiner (decode={self.decode!r}): exact decoding fell "
+            warn(f"{type(self).__name__} (decode={self.decode!r}): exact decoding fell "
                  f"short for {len(notes)} of {len(results)} documents; every prediction still "
                  f"satisfies the constraints. {shown}{more}.")
         return [(labels, links) for labels, links, _ in results]
