@@ -342,3 +342,17 @@ def structure_from_marginals(graph, layout, variables, factors):
     z = np.concatenate([factors[graph.pair_offsets[kind]] for kind in layout.second_order]) \
         if layout.second_order else np.zeros(0)
     return np.concatenate([p.ravel(), links.ravel(), mu.ravel(), z.ravel()])
+
+
+def marginals_from_structure(graph, layout, p, links, mu, z):
+    """The inverse of :func:`structure_from_marginals`: a structure's unpacked parts
+    (``ArgumentProblem._unpack``) as the graph's variables and factor marginals."""
+    y_u = np.zeros(graph.graph.n_variables)
+    y_u[graph.prop_vars.ravel()] = p.ravel()
+    y_u[graph.link_vars] = links[:, 1]
+    y_v = np.zeros(graph.graph.n_factor_scores)
+    if mu.shape[0]:
+        y_v[graph.compat_offsets[:, None] + np.arange(mu.shape[1])] = mu
+    for t, kind in enumerate(layout.second_order):
+        y_v[graph.pair_offsets[kind]] = z[t]
+    return y_u, y_v

@@ -1,6 +1,5 @@
 """The argument miner trained with a SparseMAP loss over its factor graphs (LP-SparseMAP)."""
 
-from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 
 import numpy as np
@@ -14,64 +13,37 @@ from ..losses import factor_graph_loss
 from ..utils._reporting import Progress
 from ..utils._sklearn_compat import Interval, StrOptions, fit_context
 from ._miner import StructuredSVMArgumentMiner
-from ._problem import ArgumentProblem, structure_from_marginals
+from ._problem import ArgumentProblem, marginals_from_structure, structure_from_marginals
 
-__all__ = ["SparseMAPArgumentMiner", "gold_marginals"]
-
-
-def gold_marginals(graph, layout, target, doc):
-    """A gold structure as the factor graph's variables and factor marginals (0/1).
-
-    The inverse of ``structure_from_marginals`` on gold structures: the
-    propositions' one-hot labels and the links' states as variables; each
-    compatibility factor's configuration ``(source label, target label,
-    link state)`` and each second-order pair ``both links on`` as factor
-    marginals.
-    """
-    L = layout.n_labels
-    y_u = np.zeros(graph.graph.n_variables)
-    n = target.labels.shape[0]
-    y_u[graph.prop_vars[np.arange(n), target.labels]] = 1.0
-    y_u[graph.link_vars] = target.links
-    y_v = np.zeros(graph.graph.n_factor_scores)
-    pairs = doc.link_pairs
-    if pairs.shape[0] and graph.compat_offsets.shape[0]:
-        config = (target.labels[pairs[:, 0]] * 2 * L + target.labels[pairs[:, 1]] * 2
-                  + target.links)
-        y_v[graph.compat_offsets + config] = 1.0
-    from ._problem import pair_links
-
-    for kind in layout.second_order:
-        first, second = pair_links(doc, kind)
-        y_v[graph.pair_offsets[kind]] = target.links[first] * target.links[second]
-    return y_u, y_v
+__all__ = ["SparseMAPArgumentMiner"]
 
 
 class _SparseMAPProblem:
-    """The (margin) SparseMAP losses of the documents, as an online problem and an objective.
+    """The (margin) SparseMAP losses of the documents, as an online problem.
 
     ``loss_i`` is the loss of document ``i`` over its factor graph
     (``losses.factor_graph_loss``), with the structured SVM's weighted
     Hamming cost for ``"margin_sparsemap"``; each document's LP-SparseMAP
-    solver starts from its previous solution. As an online problem (for
-    ``learners.minimize_online``) it writes the gradient of a batch's
-    losses; called, it returns ``1/2 ||w||^2 + C sum_i loss_i(w)`` and its
-    gradient (documents on ``n_threads`` threads, summed in their order).
+    solver starts from its previous solution. For
+    ``learners.minimize_online``, it writes the gradient of a batch's
+    losses with respect to the weights.
     """
 
-    def __init__(self, problem, C, loss, solver_options, n_threads=1):
+    def __init__(self, problem, loss, solver_options):
         self.problem = problem
-        self.C = C
         self.loss = loss
         self.solver_options = solver_options
-        self.n_threads = n_threads
         self.n_params = problem.n_params
         self._warm = [None] * problem.n_samples
         self._gold = []
+        self._gold_features = []  # psi(x_i, y_i), constant through training
         self._costs = []
         for i in range(problem.n_samples):
-            graph, doc, target = problem.graphs[i], problem.documents[i], problem.targets[i]
-            self._gold.append(gold_marginals(graph, problem.layout, target, doc))
+            graph, target = problem.graphs[i], problem.targets[i]
+            # The gold structure in the graph's layout (0/1 variables and factor marginals).
+            self._gold.append(marginals_from_structure(graph, problem.layout,
+                                                       *problem._unpack(i, problem.gold(i))))
+            self._gold_features.append(problem.joint_feature(i, problem.gold(i)))
             # The SVM's cost: a wrong label 1 (two variables off by one: 1/2
             # each), a missed gold link link_cost, a spurious link 1.
             cost = np.zeros(graph.graph.n_variables)
@@ -80,7 +52,8 @@ class _SparseMAPProblem:
             self._costs.append(cost)
 
     def _document(self, coef, i):
-        """Document ``i``'s loss, the joint features of its solution and of its gold, stats."""
+        """The joint features of document ``i``'s LP-SparseMAP solution, and (loss, unconverged
+        solves, AD3 iterations)."""
         problem = self.problem
         theta, phi = problem.scores(coef, i, cost_augmented=False)
         y_u, y_v = self._gold[i]
@@ -91,10 +64,8 @@ class _SparseMAPProblem:
         self._warm[i] = out.result
         m_hat = structure_from_marginals(problem.graphs[i], problem.layout,
                                          out.result.variables, out.result.factors)
-        return (out.value, problem.joint_feature(i, m_hat),
-                problem.joint_feature(i, problem.gold(i)),
-                np.array([out.value, float(not out.result.converged),
-                          float(out.result.n_iter)]))
+        return problem.joint_feature(i, m_hat), np.array(
+            [out.value, float(not out.result.converged), float(out.result.n_iter)])
 
     # -- the online problem (learners.minimize_online) ------------------------
 
@@ -108,31 +79,14 @@ class _SparseMAPProblem:
         n = 0
         stats = np.zeros(3)
         for i in sample_ids:
-            _, (idx_hat, val_hat), (idx_gold, val_gold), doc_stats = self._document(w, i)
+            (idx_hat, val_hat), doc_stats = self._document(w, i)
+            idx_gold, val_gold = self._gold_features[i]
             n = push_all(idx_hat, val_hat, 1.0, gradient.values, col, touched, n, float(step))
             n = push_all(idx_gold, val_gold, -1.0, gradient.values, col, touched, n,
                          float(step))
             stats += doc_stats
         gradient.n_touched[part] = n
         return stats
-
-    # -- the whole objective --------------------------------------------------
-
-    def __call__(self, w):
-        coef = np.array(w)
-        n = self.problem.n_samples
-        if self.n_threads > 1 and n > 1:
-            with ThreadPoolExecutor(min(self.n_threads, n)) as pool:
-                parts = list(pool.map(lambda i: self._document(coef, i), range(n)))
-        else:
-            parts = [self._document(coef, i) for i in range(n)]
-        grad = coef.copy()
-        total = 0.0
-        for value, (idx_hat, val_hat), (idx_gold, val_gold), _ in parts:
-            total += value
-            np.add.at(grad, idx_hat, self.C * val_hat)
-            np.add.at(grad, idx_gold, -self.C * val_gold)
-        return 0.5 * float(coef @ coef) + self.C * total, grad
 
 
 class SparseMAPArgumentMiner(StructuredSVMArgumentMiner):
@@ -330,8 +284,7 @@ max_bb_nodes, time_limit, verbose :
         problem = ArgumentProblem(docs, targets, graphs, self.layout_, self.link_cost_,
                                   self._ad3_options(), n_jobs=self.n_jobs)
         n_threads = 1 if self.n_jobs is None else effective_n_jobs(self.n_jobs)
-        losses = _SparseMAPProblem(problem, self.C, self.loss, self._training_ad3_options(),
-                                   n_threads)
+        losses = _SparseMAPProblem(problem, self.loss, self._training_ad3_options())
         progress = Progress(self, self.verbose, "epoch", self.max_iter)
         self.n_lp_not_converged_ = []
 

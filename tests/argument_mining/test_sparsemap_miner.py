@@ -8,17 +8,23 @@ from sklearn.base import clone
 
 from sksparse_struct import SparseMAPArgumentMiner
 from sksparse_struct.argument_mining._miner import CDCP_OBJECTIVITY
-from sksparse_struct.argument_mining._problem import structure_from_marginals
-from sksparse_struct.argument_mining._sparsemap_miner import _SparseMAPProblem, gold_marginals
+from sksparse_struct.argument_mining._problem import (
+    marginals_from_structure,
+    structure_from_marginals,
+)
+from sksparse_struct.argument_mining._sparsemap_miner import _SparseMAPProblem
+from sksparse_struct.learners import SparseGradient
+from sksparse_struct.learners._online_fast import aligned_zeros
 
 from .test_miner import _dataset, _problem
 
 
 @pytest.mark.parametrize("second_order", [(), ("coparent", "grandparent", "sibling")])
-def test_gold_marginals_invert_structure_from_marginals(second_order):
+def test_marginals_from_structure_inverts_structure_from_marginals(second_order):
     rng = np.random.RandomState(0)
     problem, doc, graph = _problem(rng, n=4, second_order=second_order)
-    y_u, y_v = gold_marginals(graph, problem.layout, problem.targets[0], doc)
+    y_u, y_v = marginals_from_structure(graph, problem.layout,
+                                        *problem._unpack(0, problem.gold(0)))
     np.testing.assert_array_equal(
         structure_from_marginals(graph, problem.layout, y_u, y_v), problem.gold(0))
     # the gold is an allowed assignment of the graph, scored as the structure
@@ -32,17 +38,27 @@ def test_gold_marginals_invert_structure_from_marginals(second_order):
 
 
 @pytest.mark.parametrize("loss", ["sparsemap", "margin_sparsemap"])
-def test_objective_gradient_matches_finite_differences(loss):
+def test_batch_gradient_matches_finite_differences(loss):
     rng = np.random.RandomState(1)
     problem, _, _ = _problem(rng, n=3)
-    objective = _SparseMAPProblem(problem, 0.7, loss, {"tol": 1e-11, "max_iter": 100000}, 1)
+    losses = _SparseMAPProblem(problem, loss, {"tol": 1e-11, "max_iter": 100000})
     w = rng.normal(scale=0.3, size=problem.n_params)
-    value, grad = objective(w)
-    assert value >= 0.5 * w @ w - 1e-9  # the losses are non-negative
+    # the gradient as the learner receives it: one batch of document 0, part 0
+    gradient = SparseGradient(aligned_zeros((problem.n_params, 2)),
+                              np.zeros((1, problem.n_params), dtype=np.int64),
+                              np.zeros(1, dtype=np.int64))
+    value = losses.batch_gradient(w, np.array([0]), gradient, 0, 1)[0]
+    assert value >= 0.0  # the losses are non-negative
+    grad = gradient.values[:, 0]
+    assert set(np.flatnonzero(grad)) <= set(gradient.touched[0, :gradient.n_touched[0]])
+
+    def loss_at(v):
+        return losses._document(v, 0)[1][0]
+
     eps = 1e-6
     for _ in range(3):
         d = rng.normal(size=w.shape[0])
-        fd = (objective(w + eps * d)[0] - objective(w - eps * d)[0]) / (2 * eps)
+        fd = (loss_at(w + eps * d) - loss_at(w - eps * d)) / (2 * eps)
         assert grad @ d == pytest.approx(fd, rel=1e-4, abs=1e-5)
 
 
