@@ -137,6 +137,26 @@ def scores(y_true, y_pred):
     return [(link + prop) / 2, link, prop] + list(per_class)
 
 
+def cdcp_features(data):
+    """Both CDCP splits read and encoded by one ArgumentFeatures fitted on train.
+
+    Returns ``(F_train, y_train, F_test, y_test, line)``, ``line`` describing
+    the features and the time taken.
+    """
+    from sksparse_struct.datasets import read_cdcp
+    from sksparse_struct.feature_extraction import ArgumentFeatures
+
+    X_train, y_train = read_cdcp(data / "train")
+    X_test, y_test = read_cdcp(data / "test")
+    t0 = time.perf_counter()
+    features = ArgumentFeatures().fit(X_train, y_train)
+    F_train, F_test = features.transform(X_train), features.transform(X_test)
+    line = (f"features: {F_train[0].props.shape[1]} proposition, "
+            f"{F_train[0].links.shape[1]} link columns; fit and transform "
+            f"{time.perf_counter() - t0:.1f} s")
+    return F_train, y_train, F_test, y_test, line
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=default_data_dir())
@@ -151,18 +171,10 @@ def main():
         return
 
     from sksparse_struct import StructuredSVMArgumentMiner
-    from sksparse_struct.datasets import read_cdcp
-    from sksparse_struct.feature_extraction import ArgumentFeatures
 
     lines = machine_header()
-    X_train, y_train = read_cdcp(args.data / "train")
-    X_test, y_test = read_cdcp(args.data / "test")
-    t0 = time.perf_counter()
-    features = ArgumentFeatures().fit(X_train, y_train)
-    F_train, F_test = features.transform(X_train), features.transform(X_test)
-    lines.append(f"features: {F_train[0].props.shape[1]} proposition, "
-                 f"{F_train[0].links.shape[1]} link columns; fit and transform "
-                 f"{time.perf_counter() - t0:.1f} s")
+    F_train, y_train, F_test, y_test, line = cdcp_features(args.data)
+    lines.append(line)
     header = ["model", "average", "link", "prop.", *(c.upper() for c in LABELS), "fit s",
               "fit CPU s",
               "passes", "integral p15 %", "integral last %", "objective / gap",

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 from _bench_utils import fmt, machine_header, rst_table
-from bench_cdcp import LABELS, SSVM, default_data_dir, scores
+from bench_cdcp import LABELS, SSVM, cdcp_features, default_data_dir, scores
 
 
 def main():
@@ -54,14 +54,9 @@ def main():
         return
 
     from sksparse_struct import SparseMAPArgumentMiner, StructuredSVMArgumentMiner
-    from sksparse_struct.datasets import read_cdcp
-    from sksparse_struct.feature_extraction import ArgumentFeatures
 
     lines = machine_header()
-    X_train, y_train = read_cdcp(args.data / "train")
-    X_test, y_test = read_cdcp(args.data / "test")
-    features = ArgumentFeatures().fit(X_train, y_train)
-    F_train, F_test = features.transform(X_train), features.transform(X_test)
+    F_train, y_train, F_test, y_test, _ = cdcp_features(args.data)
     header = ["model", "average", "link", "prop.", *(c.upper() for c in LABELS), "fit s",
               "iterations", "load before / after fit"]
     rows = []
