@@ -255,10 +255,10 @@ def _structure_distribution(cg, entry, u, lam, theta, fs, rho):
 
 
 def _vertex_face(vertices_u, vertices_v):
-    """``(c_u, B_u, c_v, B_v)`` of the affine hull of some vertices (rows): first + differences."""
+    """``(B_u, B_v)``: the directions of the affine hull of some vertices (rows), from the first."""
     vu = np.asarray(vertices_u, dtype=np.float64)
     vv = np.asarray(vertices_v, dtype=np.float64)
-    return vu[0], (vu[1:] - vu[0]).T, vv[0], (vv[1:] - vv[0]).T
+    return (vu[1:] - vu[0]).T, (vv[1:] - vv[0]).T
 
 
 def _factor_face(cg, f, literals, add, distribution):
@@ -277,7 +277,7 @@ def _factor_face(cg, f, literals, add, distribution):
         vertices = np.eye(n)[support]
         if kind == AT_MOST_ONE and x.sum() < 1.0 - _FACE_TOL:
             vertices = np.vstack([np.zeros((1, n)), vertices])
-        return _vertex_face(vertices, np.zeros((len(vertices), 0)))[1::2]
+        return _vertex_face(vertices, np.zeros((len(vertices), 0)))
     if kind == OR:
         # Off the simplex face: a box face, the fractional literals move freely.
         free = np.flatnonzero(on & (x < 1.0 - _FACE_TOL))
@@ -288,15 +288,15 @@ def _factor_face(cg, f, literals, add, distribution):
         probs = np.array([m, a - m, b - m, 1.0 - a - b + m])
         configs = np.array([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
         keep = configs[probs > _FACE_TOL]
-        return _vertex_face(keep[:, :2], keep[:, 2:])[1::2]
+        return _vertex_face(keep[:, :2], keep[:, 2:])
     if kind == DENSE:
         table = cg.tables[cg.f_table[f]]
         nc = table.shape[0]
         support = np.flatnonzero(add[off:off + nc] > _FACE_TOL)
-        return _vertex_face(table[support].astype(np.float64), np.eye(nc)[support])[1::2]
+        return _vertex_face(table[support].astype(np.float64), np.eye(nc)[support])
     if kind == STRUCT:
         # its distribution's support
-        return _vertex_face(distribution.vertices_u, distribution.vertices_v)[1::2]
+        return _vertex_face(distribution.vertices_u, distribution.vertices_v)
     raise NotImplementedError(f"LP-SparseMAP's backward pass has no face for factor kind {kind}.")
 
 
