@@ -19,7 +19,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..inference import FactorGraph, lp_sparsemap
+from ..inference import lp_sparsemap
+from ..inference._ad3 import check_graph_scores
 
 __all__ = ["FactorGraphLoss", "FACTOR_GRAPH_LOSSES", "factor_graph_loss"]
 
@@ -111,9 +112,8 @@ def factor_graph_loss(graph, variable_scores, factor_scores, y_variables, y_fact
     >>> round(out.value, 4), out.grad_variable_scores.round(4).tolist()
     (0.36, [0.6, -0.6, 0.0])
     """
-    if not isinstance(graph, FactorGraph):
-        raise ValueError(
-            f"factor_graph_loss: graph must be a FactorGraph, got {type(graph).__name__}.")
+    # The scores are checked as the solver checks them, before the cost is added.
+    _, theta, fs = check_graph_scores(graph, variable_scores, factor_scores, "factor_graph_loss")
     if loss not in FACTOR_GRAPH_LOSSES:
         raise ValueError(
             f"factor_graph_loss: loss must be one of {FACTOR_GRAPH_LOSSES}, got {loss!r}.")
@@ -125,8 +125,6 @@ def factor_graph_loss(graph, variable_scores, factor_scores, y_variables, y_fact
         y_v = np.zeros(0)
     else:
         y_v = _gold(y_factors, graph.n_factor_scores, "y_factors")
-    theta = np.asarray(variable_scores, dtype=np.float64)
-    fs = np.zeros(0) if factor_scores is None else np.asarray(factor_scores, dtype=np.float64)
     inner_theta = theta
     offset = 0.0
     if loss == "margin_sparsemap":
@@ -138,13 +136,11 @@ def factor_graph_loss(graph, variable_scores, factor_scores, y_variables, y_fact
         if (c < 0).any():
             raise ValueError("factor_graph_loss: cost must be non-negative.")
         # sum c |u - y| = sum c (1 - 2 y) u + sum c y for 0/1 y
-        if theta.shape == (graph.n_variables,):
-            inner_theta = theta + c * (1.0 - 2.0 * y_u)
+        inner_theta = theta + c * (1.0 - 2.0 * y_u)
         offset = float(c @ y_u)
     elif cost is not None:
         raise ValueError("factor_graph_loss: cost is for loss='margin_sparsemap'.")
-    result = lp_sparsemap(graph, inner_theta, None if factor_scores is None else fs,
-                          warm_start=warm_start, **solver_options)
+    result = lp_sparsemap(graph, inner_theta, fs, warm_start=warm_start, **solver_options)
     gold = float(theta @ y_u) - 0.5 * float(y_u @ y_u) + _fixed_scores(graph, y_u, y_v)
     if y_v.shape[0]:
         gold += float(fs @ y_v)
