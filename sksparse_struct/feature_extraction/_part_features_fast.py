@@ -1,0 +1,547 @@
+"""Numba kernels of the hashed features of second-order dependency parts.
+
+Two part types (index conventions of the second-order parser; ``n`` words,
+0 is the root):
+
+- consecutive sibling ``(h, m, s)``: ``m`` and ``s`` are adjacent
+  dependents of ``h`` on one side, ``s`` further from ``h``. ``m == h``
+  stands for START (``s`` is ``h``'s closest dependent on that side),
+  ``s == n + 1`` for STOP on the right and ``s == -1`` for STOP on the left
+  (``m`` is the outermost dependent); ``(h, h, n + 1)`` and ``(h, h, -1)``
+  are the empty sides. The part is on the right side of ``h`` iff
+  ``s > h``.
+- grandparent ``(g, h, m)``: the arcs ``g -> h`` and ``h -> m`` (``h >= 1``).
+  ``g == m`` (a 2-cycle, in no tree) is a valid part with features of its
+  own.
+
+The features of a part, as in TurboParser's (Martins et al. 2013) "standard"
+model, hashed into the weight vector like the arc features
+(``_arc_features_fast``), every one binary:
+
+1. *Triple templates*: 20 templates over the words (W: lower-cased form)
+   and tags (P) of the part's three tokens X, Y, Z (``(H, M, S)`` or ``(G,
+   H, M)``): the bias; ``XP YP ZP``; one word and two tags (3); two words and
+   a tag (3); tag pairs (3); word-tag pairs (6); word pairs (3). Three
+   words together (``XW YW ZW``) are left out, as TurboParser's
+   ``use_trilexical_features=false``. Each is conjoined with the part type
+   and the part's configuration: for siblings the side (TurboParser's
+   direction bit); for grandparents TurboParser's configuration code (0:
+   ``g, h, m`` point one way, 1: ``m`` between ``g`` and ``h``, 2: ``m``
+   beyond ``g``, so ``h -> m`` is non-projective) plus the direction of
+   ``g -> h`` (the two give the full order of the three tokens), and a code
+   3 of its own for the 2-cycle ``g == m``. START and STOP have dedicated
+   word and tag values (``>= 2**32``, so that no hashed token attribute
+   can take them), not the root's.
+2. *Pair features*: the whole arc template set (the ``ArcFeatures``
+   preset) of the pair ``(m, s)`` of a sibling part, or ``(g, m)`` of a
+   grandparent part, as if it were an arc, each index XOR-ed with a salt of
+   the part type (:func:`pair_features`). Unlike TurboParser, which maps
+   START and STOP to the root (position 0) and so scores an arc ``0 -> s``
+   or ``m -> 0`` with distances measured from the start of the sentence,
+   parts with START or STOP get *no* pair features: their triple templates
+   already hold START/STOP, and ``h -> s`` is scored by the arc itself. The
+   2-cycle grandparent ``(g, h, g)`` gets none either (no arc ``g -> g``).
+
+The tags of the triple templates are a parameter ``tags``: ``TAGS_UPOS``,
+``TAGS_XPOS`` or ``TAGS_BOTH`` (the 16 templates with a tag emitted once
+per tag set, with distinct template numbers: 36 triple features instead of
+20).
+
+Salting. Every triple template starts from a seed of its part type, mixed
+with its configuration and template number; arc templates start from other
+seeds, so the two share weights only by chance collisions of the hash. The
+pair features of a part type are the arc features XOR-ed with a constant
+of the type (a bijection: no collisions among themselves beyond those of the
+arcs), whose low four bits are 0 so that the arc's aligned blocks of 16
+weights (``_arc_features_fast``) stay aligned; the constants of siblings,
+grandparents and arcs (0) differ in bits 4 and 5, so they stay distinct
+for ``n_features >= 64``.
+
+Scoring. The pair features of a part depend on its ordered pair only, not
+on ``h``: :func:`part_scores` computes each
+pair's score at most once per call, memoised in ``work.table`` (NaN: not yet
+computed), and each part's score is its triple templates' sum plus the
+pair's. :func:`add_part_gradient` is its adjoint: the triple features of each
+part get its coefficient, and every ordered pair the sum of the
+coefficients of the parts that share it, pushed through its features once.
+
+Nothing is validated here: parts are assumed valid for the sentence.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..learners._online_fast import push
+from ..utils._numba import njit
+from ..utils._prefetch_fast import prefetch
+from ._arc_features_fast import (
+    FORM,
+    UPOS,
+    XPOS,
+    _fib,
+    _mix,
+    arc_features_from_states,
+    index_shift,
+    max_arc_features,
+    new_states,
+    token_states,
+)
+
+# Part types.
+SIBLING = 0
+GRANDPARENT = 1
+
+# Tags of the triple templates (a bit mask).
+TAGS_UPOS = 1
+TAGS_XPOS = 2
+TAGS_BOTH = 3
+
+# Seeds of the triple templates, one per part type.
+_SEEDS = np.array([-6922599785690340825, 9179378715184502451], dtype=np.int64)
+# XOR salts of the pair features, one per part type: low four bits 0 (the
+# arc's aligned blocks stay aligned), bits 5-4 01 and 10 (arcs: 00).
+_PAIR_SALTS = np.array([0x426F428D90, 0x23A2340C9A0], dtype=np.int64)
+
+# Attribute values of START and STOP: above 2**32, where no crc32 hash of a
+# token attribute lies. The tag values get the column added, as the
+# arc kernels do for positions outside the sentence.
+_START = 0x1714FBFF3
+_STOP = 0x165C58480
+
+# The attribute vector of a part: (0, then word, UPOS, XPOS of X, Y, Z).
+_N_PART_ATTRS = 10
+_W = 0
+_P = 1
+_X, _Y, _Z = range(3)
+
+# The 20 templates over (X, Y, Z), as (role, W or P) pairs: TurboParser's
+# sibling templates with (X, Y, Z) = (H, M, S), its grandparent ones with
+# (G, H, M).
+_TRIPLE_TEMPLATES = [
+    (),
+    ((_X, _P), (_Y, _P), (_Z, _P)),
+    ((_X, _W), (_Y, _P), (_Z, _P)),
+    ((_X, _P), (_Y, _W), (_Z, _P)),
+    ((_X, _P), (_Y, _P), (_Z, _W)),
+    ((_X, _W), (_Y, _W), (_Z, _P)),
+    ((_X, _W), (_Y, _P), (_Z, _W)),
+    ((_X, _P), (_Y, _W), (_Z, _W)),
+    ((_X, _P), (_Y, _P)),
+    ((_X, _P), (_Z, _P)),
+    ((_Y, _P), (_Z, _P)),
+    ((_X, _W), (_Y, _P)),
+    ((_X, _P), (_Y, _W)),
+    ((_X, _W), (_Z, _P)),
+    ((_X, _P), (_Z, _W)),
+    ((_Y, _W), (_Z, _P)),
+    ((_Y, _P), (_Z, _W)),
+    ((_X, _W), (_Y, _W)),
+    ((_X, _W), (_Z, _W)),
+    ((_Y, _W), (_Z, _W)),
+]
+
+
+def _triple_table(templates):
+    """Rows ``(tag set, arity, a, b, c)`` of the triple templates.
+
+    The 20 templates with UPOS for tags (tag set 1, or 0 for those without
+    a tag), then the 16 with a tag again with XPOS (tag set 2). ``a, b, c``
+    index the attribute vector: ``1 + 3 * role`` the word, ``+ 1`` UPOS,
+    ``+ 2`` XPOS.
+    """
+    rows = []
+    for column in (1, 2):
+        for attrs in templates:
+            has_tag = any(kind == _P for _, kind in attrs)
+            if column == 2 and not has_tag:
+                continue
+            row = [column if has_tag else 0, len(attrs), 0, 0, 0]
+            for j, (role, kind) in enumerate(attrs):
+                row[2 + j] = 1 + 3 * role + (column if kind == _P else 0)
+            rows.append(row)
+    return np.array(rows, dtype=np.int64)
+
+
+_TRIPLES = _triple_table(_TRIPLE_TEMPLATES)
+N_TRIPLE_ROWS = _TRIPLES.shape[0]  # 36
+
+
+class PartWork(NamedTuple):
+    """Work arrays of the part kernels for sentences of up to ``L`` words.
+
+    Attributes
+    ----------
+    HS, MS, aux : ndarray of int64
+        The sentence's arc template states (``token_states``): the pair
+        features read them. They may be the arrays the arc kernels use
+        (``new_states``), when those hold the same sentence's states.
+    tbuf, tbuf2 : ndarray of int64 of shape (N_TRIPLE_ROWS,)
+        Triple feature indices of the current and the previous part.
+    pbuf, pbuf2 : ndarray of int64 of shape (max_arc_features(L),)
+        Pair feature indices of the current and the previous part.
+    table : ndarray of float64 of shape (L + 1, L + 1)
+        Pair scores (:func:`part_scores`) or pair coefficients
+        (:func:`add_part_gradient`), indexed by the ordered pair.
+    """
+
+    HS: np.ndarray
+    MS: np.ndarray
+    aux: np.ndarray
+    tbuf: np.ndarray
+    tbuf2: np.ndarray
+    pbuf: np.ndarray
+    pbuf2: np.ndarray
+    table: np.ndarray
+
+
+def new_part_work(L):
+    """:class:`PartWork` for sentences of up to ``L`` words.
+
+    Parameters
+    ----------
+    L : int
+        The longest sentence (in words) the work arrays serve.
+
+    Returns
+    -------
+    work : PartWork
+    """
+    HS, MS, aux, pbuf = new_states(L)
+    return PartWork(HS, MS, aux, np.empty(N_TRIPLE_ROWS, dtype=np.int64),
+                    np.empty(N_TRIPLE_ROWS, dtype=np.int64), pbuf,
+                    np.empty(max_arc_features(L), dtype=np.int64),
+                    np.empty((L + 1, L + 1)))
+
+
+@njit
+def part_states(tokens, start, n, work):
+    """Compute the sentence's template states into ``work`` (``token_states``)."""
+    token_states(tokens, start, n, work.HS, work.MS, work.aux)
+
+
+@njit
+def n_triple_features(tags):
+    """Triple features per part for the tag sets ``tags``: 20 for one, 36 for both."""
+    k = 4
+    if tags & TAGS_UPOS:
+        k += 16
+    if tags & TAGS_XPOS:
+        k += 16
+    return k
+
+
+@njit(internal=True)
+def _set_role(tokens, start, v, role, i, special):
+    """Attributes of token ``i`` (or of START / STOP: ``special`` != 0) in role ``role``."""
+    base = 1 + 3 * role
+    if special != 0:
+        v[base] = special
+        v[base + 1] = special + UPOS
+        v[base + 2] = special + XPOS
+    else:
+        v[base] = tokens[start + i, FORM]
+        v[base + 1] = tokens[start + i, UPOS]
+        v[base + 2] = tokens[start + i, XPOS]
+
+
+@njit(internal=True)
+def _triple_features(kind, tokens, start, n, a, b, c, tags, shift, mask, v, out):
+    """Triple feature indices of the part ``(a, b, c)`` of type ``kind`` into ``out``."""
+    if kind == SIBLING:
+        # (h, m, s): START for m == h, STOP for s outside the words.
+        _set_role(tokens, start, v, _X, a, 0)
+        _set_role(tokens, start, v, _Y, b, _START if b == a else 0)
+        _set_role(tokens, start, v, _Z, c, _STOP if c < 1 or c > n else 0)
+        flags = 1 if c > a else 0
+    else:
+        # (g, h, m): TurboParser's configuration code plus the direction of g -> h.
+        _set_role(tokens, start, v, _X, a, 0)
+        _set_role(tokens, start, v, _Y, b, 0)
+        _set_role(tokens, start, v, _Z, c, 0)
+        gh = b > a
+        hm = c > b
+        if c == a:
+            code = 3
+        elif gh == hm:
+            code = 0
+        elif hm != (c > a):
+            code = 1
+        else:
+            code = 2
+        flags = code + (4 if gh else 0)
+    base = _mix(_SEEDS[kind], flags)
+    k = 0
+    for r in range(N_TRIPLE_ROWS):
+        need = _TRIPLES[r, 0]
+        if need != 0 and (need & tags) == 0:
+            continue
+        state = _mix(base, r)
+        for j in range(_TRIPLES[r, 1]):
+            state = _mix(state, v[_TRIPLES[r, 2 + j]])
+        out[k] = _fib(state, shift, mask)
+        k += 1
+    return k
+
+
+@njit(internal=True)
+def _pair(kind, n, a, b, c):
+    """The ordered pair whose arc features the part ``(a, b, c)`` carries, or ``(-1, -1)``."""
+    if kind == SIBLING:
+        if b == a or c < 1 or c > n:
+            return -1, -1
+        return b, c
+    if c == a:
+        return -1, -1
+    return a, c
+
+
+@njit(internal=True)
+def _pair_features(kind, tokens, start, n, p, q, preset, work, shift, mask, out):
+    """Salted arc features of the pair ``p -> q`` into ``out``; return how many."""
+    k = arc_features_from_states(tokens, start, n, p, q, preset, work.HS, work.MS, work.aux,
+                                 shift, mask, out)
+    salt = _PAIR_SALTS[kind] & mask
+    for j in range(k):
+        out[j] ^= salt
+    return k
+
+
+@njit
+def sibling_features(tokens, start, n, h, m, s, tags, shift, mask, out):
+    """Triple feature indices of the sibling part ``(h, m, s)`` into ``out``; return how many.
+
+    ``out`` holds ``N_TRIPLE_ROWS`` entries; ``shift`` is
+    ``index_shift(mask)``. The pair features are :func:`pair_features`'.
+    """
+    v = np.zeros(_N_PART_ATTRS, dtype=np.int64)
+    return _triple_features(SIBLING, tokens, start, n, h, m, s, tags, shift, mask, v, out)
+
+
+@njit
+def grandparent_features(tokens, start, n, g, h, m, tags, shift, mask, out):
+    """Triple feature indices of the grandparent part ``(g, h, m)`` (:func:`sibling_features`)."""
+    v = np.zeros(_N_PART_ATTRS, dtype=np.int64)
+    return _triple_features(GRANDPARENT, tokens, start, n, g, h, m, tags, shift, mask, v, out)
+
+
+@njit
+def pair_features(kind, tokens, start, n, p, q, preset, work, shift, mask, out):
+    """Pair features of part type ``kind`` for the ordered pair ``(p, q)``; return how many.
+
+    The arc features of ``p -> q`` (``preset``), each index XOR-ed with the
+    type's salt. ``work`` must hold the sentence's states
+    (:func:`part_states`); ``out`` ``max_arc_features(n)`` entries.
+    """
+    return _pair_features(kind, tokens, start, n, p, q, preset, work, shift, mask, out)
+
+
+def part_feature_indices(kind, tokens, start, n, a, b, c, preset, tags, mask):
+    """All the feature indices of one part: its triple features, then its pair features.
+
+    For inspection and tests (a Python function: it builds the sentence's
+    states and work arrays at every call). The first
+    ``n_triple_features(tags)`` entries are the triple features; the score
+    of the part (:func:`part_scores`) is the sum of ``w`` over the triple
+    features plus the sum over the pair features, each in order.
+
+    Parameters
+    ----------
+    kind : int
+        ``SIBLING`` (``(a, b, c) = (h, m, s)``) or ``GRANDPARENT``
+        (``(g, h, m)``).
+    tokens : ndarray of int64 of shape (n_rows, N_COLUMNS)
+        Stacked sentences; this one occupies rows ``start .. start + n``.
+    start, n : int
+        The sentence's first row (its root) and its number of words.
+    a, b, c : int
+        The part.
+    preset : int
+        Arc feature preset of the pair features (``MST`` or ``RICH``).
+    tags : int
+        Tag sets of the triple templates (``TAGS_UPOS``, ``TAGS_XPOS``,
+        ``TAGS_BOTH``).
+    mask : int
+        ``n_features - 1``.
+
+    Returns
+    -------
+    indices : ndarray of int64
+    """
+    work = new_part_work(n)
+    part_states(tokens, start, n, work)
+    shift = index_shift(mask)
+    triples = sibling_features if kind == SIBLING else grandparent_features
+    kt = triples(tokens, start, n, a, b, c, tags, shift, mask, work.tbuf)
+    out = [work.tbuf[:kt]]
+    if kind == SIBLING:
+        p, q = (-1, -1) if b == a or c < 1 or c > n else (b, c)
+    else:
+        p, q = (-1, -1) if c == a else (a, c)
+    if p >= 0:
+        kp = pair_features(kind, tokens, start, n, p, q, preset, work, shift, mask, work.pbuf)
+        out.append(work.pbuf[:kp])
+    return np.concatenate(out)
+
+
+@njit(inline="always")
+def _prefetch_and_sum(next_buf, next_k, buf, k, w):
+    """``sum(w[buf[:k]])`` in order, requesting ``w[next_buf[:next_k]]`` on the way.
+
+    One request between two reads, as the arc kernels do
+    (``parsing._scoring_fast``): a burst of requests stalls on the lines.
+    """
+    s = 0.0
+    top = k if k > next_k else next_k
+    for j in range(top):
+        if j < next_k:
+            prefetch(w, next_buf[j])
+        if j < k:
+            s += w[buf[j]]
+    return s
+
+
+@njit
+def part_scores(kind, tokens, start, n, parts, w, preset, tags, mask, work, out, memoise):
+    """Scores of the parts ``parts`` (``(k, 3)`` int64) of type ``kind`` into ``out`` (``(k,)``).
+
+    A part's score is the sum of ``w`` over its triple features (in order)
+    plus the sum over its pair features (in order): that of
+    :func:`part_feature_indices`, summed triple features first. With
+    ``memoise``, each ordered pair's score is computed once and kept in
+    ``work.table`` (NaN: not computed yet); without, once per part (for
+    measurements). ``work`` must hold the sentence's states
+    (:func:`part_states`, or the arc kernels' ``token_states`` on the same
+    arrays).
+
+    The weights are read one part late, as the arc kernels read them: the
+    indices of a part are computed, then the previous part is summed while
+    the new part's lines are requested. The sums are the same, term by
+    term, as reading each weight when needed.
+    """
+    shift = index_shift(mask)
+    table = work.table
+    if memoise:
+        for p in range(n + 1):
+            for q in range(n + 1):
+                table[p, q] = np.nan
+    v = np.zeros(_N_PART_ATTRS, dtype=np.int64)
+    cur_t, prev_t = work.tbuf, work.tbuf2
+    cur_p, prev_p = work.pbuf, work.pbuf2
+    prev = -1
+    prev_kt = 0
+    prev_kp = 0
+    prev_pp = -1
+    prev_pq = -1
+    prev_new = False
+    for i in range(parts.shape[0] + 1):
+        kt = 0
+        kp = 0
+        pp = -1
+        pq = -1
+        new = False
+        if i < parts.shape[0]:
+            a = parts[i, 0]
+            b = parts[i, 1]
+            c = parts[i, 2]
+            kt = _triple_features(kind, tokens, start, n, a, b, c, tags, shift, mask, v, cur_t)
+            pp, pq = _pair(kind, n, a, b, c)
+            # A pair is computed unless it is memoised or is the previous
+            # part's, still to be summed (its score lands in the table below).
+            if pp >= 0 and (not memoise or (np.isnan(table[pp, pq])
+                                            and not (prev_new and prev_pp == pp
+                                                     and prev_pq == pq))):
+                kp = _pair_features(kind, tokens, start, n, pp, pq, preset, work, shift, mask,
+                                    cur_p)
+                new = True
+        ts = _prefetch_and_sum(cur_t, kt, prev_t, prev_kt, w)
+        ps = _prefetch_and_sum(cur_p, kp, prev_p, prev_kp, w)
+        if prev >= 0:
+            if prev_pp < 0:
+                out[prev] = ts
+            elif prev_new:
+                if memoise:
+                    table[prev_pp, prev_pq] = ps
+                out[prev] = ts + ps
+            else:
+                out[prev] = ts + table[prev_pp, prev_pq]
+        cur_t, prev_t = prev_t, cur_t
+        cur_p, prev_p = prev_p, cur_p
+        prev = i
+        prev_kt = kt
+        prev_kp = kp
+        prev_pp = pp
+        prev_pq = pq
+        prev_new = new
+
+
+@njit
+def add_part_gradient(kind, tokens, start, n, parts, coef, preset, tags, mask, work, grad, col,
+                      touched, n_touched, stamp):
+    """Add ``coef[i]`` times the features of part ``i`` to ``grad[:, col]``; return the new count.
+
+    The adjoint of :func:`part_scores`. Parts with ``coef[i] == 0`` are
+    skipped. The coefficients of the parts that share an ordered pair are
+    summed (in ``work.table``) and the pair's features pushed once, pairs
+    in row-major order. ``grad``, ``col``, ``touched``, ``n_touched``,
+    ``stamp`` as the online learner's ``push`` takes them. ``work`` must
+    hold the sentence's states (:func:`part_states`).
+    """
+    shift = index_shift(mask)
+    table = work.table
+    for p in range(n + 1):
+        for q in range(n + 1):
+            table[p, q] = 0.0
+    v = np.zeros(_N_PART_ATTRS, dtype=np.int64)
+    buf = work.tbuf
+    for i in range(parts.shape[0]):
+        value = coef[i]
+        if value == 0.0:
+            continue
+        a = parts[i, 0]
+        b = parts[i, 1]
+        c = parts[i, 2]
+        kt = _triple_features(kind, tokens, start, n, a, b, c, tags, shift, mask, v, buf)
+        for j in range(kt):
+            n_touched = push(buf[j], value, grad, col, touched, n_touched, stamp)
+        p, q = _pair(kind, n, a, b, c)
+        if p >= 0:
+            table[p, q] += value
+    buf = work.pbuf
+    for p in range(n + 1):
+        for q in range(n + 1):
+            value = table[p, q]
+            if value == 0.0:
+                continue
+            kp = _pair_features(kind, tokens, start, n, p, q, preset, work, shift, mask, buf)
+            for j in range(kp):
+                n_touched = push(buf[j], value, grad, col, touched, n_touched, stamp)
+    return n_touched
+
+
+@njit
+def sibling_scores(tokens, start, n, parts, w, preset, tags, mask, work, out):
+    """:func:`part_scores` of sibling parts ``(h, m, s)``, pairs memoised."""
+    part_scores(SIBLING, tokens, start, n, parts, w, preset, tags, mask, work, out, True)
+
+
+@njit
+def grandparent_scores(tokens, start, n, parts, w, preset, tags, mask, work, out):
+    """:func:`part_scores` of grandparent parts ``(g, h, m)``, pairs memoised."""
+    part_scores(GRANDPARENT, tokens, start, n, parts, w, preset, tags, mask, work, out, True)
+
+
+@njit
+def add_sibling_parts(tokens, start, n, parts, coef, preset, tags, mask, work, grad, col,
+                      touched, n_touched, stamp):
+    """:func:`add_part_gradient` of sibling parts ``(h, m, s)``."""
+    return add_part_gradient(SIBLING, tokens, start, n, parts, coef, preset, tags, mask, work,
+                             grad, col, touched, n_touched, stamp)
+
+
+@njit
+def add_grandparent_parts(tokens, start, n, parts, coef, preset, tags, mask, work, grad, col,
+                          touched, n_touched, stamp):
+    """:func:`add_part_gradient` of grandparent parts ``(g, h, m)``."""
+    return add_part_gradient(GRANDPARENT, tokens, start, n, parts, coef, preset, tags, mask,
+                             work, grad, col, touched, n_touched, stamp)
