@@ -125,6 +125,40 @@ def _square(buffer, n):
     return buffer[: n * n].reshape(n, n)
 
 
+@njit
+def label_hinge_step(tokens, start, n, gold, gold_labels, w, n_labels, margin, shift, mask,
+                     fbuf, bases, lab_s, grad, col, touched, n_touched, stamp):
+    """The relation labeller's multiclass hinge on the gold arcs of one sentence.
+
+    For every word ``m`` (gold head ``gold[start + m]``, label
+    ``gold_labels[start + m]``), the label scores of its gold arc with
+    ``margin`` added to the wrong labels; when a wrong label wins, pushes
+    the features of the arc conjoined with that label (+1) and with the
+    gold label (-1). Returns the new touched count and the sentence's
+    label loss.
+    """
+    label_loss = 0.0
+    for m in range(1, n + 1):
+        h = gold[start + m]
+        y = gold_labels[start + m]
+        k = label_scores(tokens, start, n, h, m, w, n_labels, shift, mask, fbuf, bases, lab_s)
+        best = -1
+        best_score = -np.inf
+        for lab in range(n_labels):
+            v = lab_s[lab] + (0.0 if lab == y else margin)
+            if v > best_score:
+                best_score = v
+                best = lab
+        if best != y:
+            label_loss += best_score - lab_s[y]
+            for j in range(k):
+                n_touched = push(label_index(fbuf[j], best, shift, mask), 1.0, grad, col,
+                                 touched, n_touched, stamp)
+                n_touched = push(label_index(fbuf[j], y, shift, mask), -1.0, grad, col,
+                                 touched, n_touched, stamp)
+    return n_touched, label_loss
+
+
 def _train_part_kernel(kind, projective):
     """``train_part`` compiled for the loss ``kind`` on (non-)projective trees."""
 
@@ -200,30 +234,37 @@ def _train_part_kernel(kind, projective):
                                             stamp)
             label_loss = 0.0
             if n_labels > 0:
-                for m in range(1, n + 1):
-                    h = gold[start + m]
-                    y = gold_labels[start + m]
-                    k = label_scores(tokens, start, n, h, m, w, n_labels, shift, mask, fbuf,
-                                     bases, lab_s)
-                    best = -1
-                    best_score = -np.inf
-                    for lab in range(n_labels):
-                        v = lab_s[lab] + (0.0 if lab == y else options.label_margin)
-                        if v > best_score:
-                            best_score = v
-                            best = lab
-                    if best != y:
-                        label_loss += best_score - lab_s[y]
-                        for j in range(k):
-                            n_touched = push(label_index(fbuf[j], best, shift, mask), 1.0,
-                                             grad, col, touched, n_touched, stamp)
-                            n_touched = push(label_index(fbuf[j], y, shift, mask), -1.0,
-                                             grad, col, touched, n_touched, stamp)
+                n_touched, label_loss = label_hinge_step(
+                    tokens, start, n, gold, gold_labels, w, n_labels, options.label_margin,
+                    shift, mask, fbuf, bases, lab_s, grad, col, touched, n_touched, stamp)
             label_losses[t] = label_loss
         gradient.n_touched[part] = n_touched
         return not_converged
 
     return train_part
+
+
+@njit
+def label_arcs(tokens, start, n, heads, w, n_labels, root_label, shift, mask, fbuf, bases,
+               lab_s, labels_out):
+    """The best relation label of every arc of the tree ``heads`` (length ``n + 1``).
+
+    Written to ``labels_out[start + m]``. A word attached to the root gets
+    ``root_label`` (when it is >= 0) and no other word does.
+    """
+    for m in range(1, n + 1):
+        if heads[m] == 0 and root_label >= 0:
+            labels_out[start + m] = root_label
+            continue
+        label_scores(tokens, start, n, heads[m], m, w, n_labels, shift, mask, fbuf, bases,
+                     lab_s)
+        best = -1
+        for lab in range(n_labels):
+            if lab == root_label:
+                continue
+            if best < 0 or lab_s[lab] > lab_s[best]:
+                best = lab
+        labels_out[start + m] = best if best >= 0 else root_label
 
 
 def _decode_part_kernel(projective):
@@ -267,19 +308,8 @@ def _decode_part_kernel(projective):
                 heads_out[start + m] = hr[m]
             labels_out[start] = -1
             if n_labels > 0:
-                for m in range(1, n + 1):
-                    if hr[m] == 0 and root_label >= 0:
-                        labels_out[start + m] = root_label
-                        continue
-                    label_scores(tokens, start, n, hr[m], m, w, n_labels, shift, mask, fbuf, bases,
-                                 lab_s)
-                    best = -1
-                    for lab in range(n_labels):
-                        if lab == root_label:
-                            continue
-                        if best < 0 or lab_s[lab] > lab_s[best]:
-                            best = lab
-                    labels_out[start + m] = best if best >= 0 else root_label
+                label_arcs(tokens, start, n, hr, w, n_labels, root_label, shift, mask, fbuf,
+                           bases, lab_s, labels_out)
         return -1
 
     return decode_part
