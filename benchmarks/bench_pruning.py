@@ -2,8 +2,8 @@
 
 Run from anywhere, in an environment where sksparse_struct is installed::
 
-    python benchmarks/bench_pruning.py                 # both decoders, K 5/10, threshold 1e-4/1e-3
-    python benchmarks/bench_pruning.py --quick         # smoke run (1,000 training sentences, 2 epochs)
+    python benchmarks/bench_pruning.py                 # both decoders, K 5/10, 1e-4/1e-3
+    python benchmarks/bench_pruning.py --quick         # smoke run (1,000 sentences, 2 epochs)
     python benchmarks/bench_pruning.py --decoders cle --max-heads 10 --thresholds 1e-4
     python benchmarks/bench_pruning.py --out benchmarks/results/bench_pruning.txt
 
