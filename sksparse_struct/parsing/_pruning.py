@@ -26,8 +26,9 @@ The rule (spec ``second_order_parsing.md`` §1.2), in this order:
    * non-projective, ``single_root=False``: the root gets arcs to the fewest
      words from which every word it does not yet reach can be reached (one
      word per source component of the unreachable words; one pass finds
-     them). TurboParser attaches unreachable words to the root one by one in
-     the same spirit;
+     them). The spec's rule attaches every unreachable word to the root; this
+     adds only the root arcs that rule needs, the others being reachable
+     through them;
    * non-projective, ``single_root=True``: a tree with one root word ``r``
      needs ``0 -> r`` and every word reachable from ``r`` through arcs
      between words. For every ``r`` the fewest arcs that achieve it are
