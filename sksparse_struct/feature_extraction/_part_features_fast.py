@@ -14,8 +14,8 @@ Two part types (index conventions of the second-order parser; ``n`` words,
   ``g == m`` (a 2-cycle, in no tree) is a valid part with features of its
   own.
 
-The features of a part, as in TurboParser's (Martins et al. 2013) "standard"
-model, hashed into the weight vector like the arc features
+The features of a part, as in TurboParser's "standard" model (Martins et
+al. 2013), hashed into the weight vector like the arc features
 (``_arc_features_fast``), every one binary:
 
 1. *Triple templates*: 20 templates over the words (W: lower-cased form)
@@ -30,40 +30,56 @@ model, hashed into the weight vector like the arc features
    beyond ``g``, so ``h -> m`` is non-projective) plus the direction of
    ``g -> h`` (the two give the full order of the three tokens), and a code
    3 of its own for the 2-cycle ``g == m``. START and STOP have dedicated
-   word and tag values (``>= 2**32``, so that no hashed token attribute
-   can take them), not the root's.
+   word and tag values (``>= 2**32``, where no hashed token attribute
+   lies), not the root's.
 2. *Pair features*: the whole arc template set (the ``ArcFeatures``
    preset) of the pair ``(m, s)`` of a sibling part, or ``(g, m)`` of a
    grandparent part, as if it were an arc, each index XOR-ed with a salt of
-   the part type (:func:`pair_features`). Unlike TurboParser, which maps
-   START and STOP to the root (position 0) and so scores an arc ``0 -> s``
-   or ``m -> 0`` with distances measured from the start of the sentence,
-   parts with START or STOP get *no* pair features: their triple templates
-   already hold START/STOP, and ``h -> s`` is scored by the arc itself. The
-   2-cycle grandparent ``(g, h, g)`` gets none either (no arc ``g -> g``).
+   the part type. Unlike TurboParser, which maps START and STOP to the root
+   (position 0) and so scores an arc ``0 -> s`` or ``m -> 0`` with
+   distances measured from the start of the sentence, parts with START or
+   STOP get *no* pair features: their triple templates already hold
+   START/STOP, and ``h -> s`` is scored by the arc itself. The 2-cycle
+   ``(g, h, g)`` gets none either (there is no arc ``g -> g``).
 
 The tags of the triple templates are a parameter ``tags``: ``TAGS_UPOS``,
 ``TAGS_XPOS`` or ``TAGS_BOTH`` (the 16 templates with a tag emitted once
-per tag set, with distinct template numbers: 36 triple features instead of
-20).
+per tag set: 36 triple features instead of 20; ``TAGS_BOTH`` gives exactly
+the union of the other two).
 
-Salting. Every triple template starts from a seed of its part type, mixed
-with its configuration and template number; arc templates start from other
-seeds, so the two share weights only by chance collisions of the hash. The
-pair features of a part type are the arc features XOR-ed with a constant
-of the type (a bijection: no collisions among themselves beyond those of the
-arcs), whose low four bits are 0 so that the arc's aligned blocks of 16
-weights (``_arc_features_fast``) stay aligned; the constants of siblings,
-grandparents and arcs (0) differ in bits 4 and 5, so they stay distinct
-for ``n_features >= 64``.
+Hashing. A triple template's value on a part is the XOR of one hash per
+role (the role's attribute, hashed with a seed of the part type, role and
+template: :func:`part_states` tabulates them per token, START and STOP
+once per sentence) and one constant of the part type, configuration and
+template; its index is the Fibonacci hash of that, as for the arc templates
+(which combine a head-side and a modifier-side hash the same way). A part
+then costs three table reads and one multiply per template. The seeds of
+the part templates are not those of the arc templates, so the two share
+weights only by chance collisions of the hash. The pair features of a part
+type are the arc features XOR-ed with a constant of the type (a bijection:
+no collisions among themselves beyond those of the arcs), whose low four
+bits are 0 so that the arc's aligned blocks of 16 weights
+(``_arc_features_fast``) stay aligned; the constants of siblings,
+grandparents and arcs (0) differ in bits 4 and 5, so they stay distinct for
+``n_features >= 64``.
 
-Scoring. The pair features of a part depend on its ordered pair only, not
-on ``h``: :func:`part_scores` computes each
-pair's score at most once per call, memoised in ``work.table`` (NaN: not yet
-computed), and each part's score is its triple templates' sum plus the
-pair's. :func:`add_part_gradient` is its adjoint: the triple features of each
-part get its coefficient, and every ordered pair the sum of the
-coefficients of the parts that share it, pushed through its features once.
+Scoring. The pair features of a part depend on its ordered pair only, not on
+``h``: :func:`part_scores` computes each pair's score at most once per call,
+memoised in ``work.table`` (NaN: not yet computed), and a part's score is
+its triple templates' sum plus its pair's. :func:`add_part_gradient` is its
+adjoint: the triple features of each part get its coefficient, and every
+ordered pair the sum of the coefficients of the parts that share it, pushed
+through its features once.
+
+Entry points. The public kernels are thin ``inline="always"`` wrappers
+of internal ones (``_part_scores``, ...): called from Python they compile
+with an entry point; called from another kernel (the parser's) they inline
+and only the internal bodies compile, once, however many wrappers the
+caller uses. Per sentence: :func:`part_states`, then :func:`sibling_scores`
+/ :func:`grandparent_scores` and :func:`add_sibling_parts` /
+:func:`add_grandparent_parts` (or the generic :func:`part_scores` /
+:func:`add_part_gradient`) with a :class:`PartWork` from
+:func:`new_part_work`.
 
 Nothing is validated here: parts are assumed valid for the sentence.
 """
@@ -80,7 +96,6 @@ from ._arc_features_fast import (
     UPOS,
     XPOS,
     _fib,
-    _mix,
     arc_features_from_states,
     index_shift,
     max_arc_features,
@@ -97,74 +112,102 @@ TAGS_UPOS = 1
 TAGS_XPOS = 2
 TAGS_BOTH = 3
 
-# Seeds of the triple templates, one per part type.
-_SEEDS = np.array([-6922599785690340825, 9179378715184502451], dtype=np.int64)
 # XOR salts of the pair features, one per part type: low four bits 0 (the
 # arc's aligned blocks stay aligned), bits 5-4 01 and 10 (arcs: 00).
 _PAIR_SALTS = np.array([0x426F428D90, 0x23A2340C9A0], dtype=np.int64)
 
 # Attribute values of START and STOP: above 2**32, where no crc32 hash of a
-# token attribute lies. The tag values get the column added, as the
-# arc kernels do for positions outside the sentence.
+# token attribute lies. The tags get the column added, as the arc kernels do
+# for positions outside the sentence.
 _START = 0x1714FBFF3
 _STOP = 0x165C58480
 
-# The attribute vector of a part: (0, then word, UPOS, XPOS of X, Y, Z).
-_N_PART_ATTRS = 10
-_W = 0
-_P = 1
 _X, _Y, _Z = range(3)
-
-# The 20 templates over (X, Y, Z), as (role, W or P) pairs: TurboParser's
-# sibling templates with (X, Y, Z) = (H, M, S), its grandparent ones with
-# (G, H, M).
+# The 20 templates over (X, Y, Z): the column of each role's attribute, -1
+# for roles the template leaves out (_P: the tag column of the variant).
+# TurboParser's sibling templates with (X, Y, Z) = (H, M, S), its
+# grandparent ones with (G, H, M).
+_W = FORM
+_P = -2
 _TRIPLE_TEMPLATES = [
-    (),
-    ((_X, _P), (_Y, _P), (_Z, _P)),
-    ((_X, _W), (_Y, _P), (_Z, _P)),
-    ((_X, _P), (_Y, _W), (_Z, _P)),
-    ((_X, _P), (_Y, _P), (_Z, _W)),
-    ((_X, _W), (_Y, _W), (_Z, _P)),
-    ((_X, _W), (_Y, _P), (_Z, _W)),
-    ((_X, _P), (_Y, _W), (_Z, _W)),
-    ((_X, _P), (_Y, _P)),
-    ((_X, _P), (_Z, _P)),
-    ((_Y, _P), (_Z, _P)),
-    ((_X, _W), (_Y, _P)),
-    ((_X, _P), (_Y, _W)),
-    ((_X, _W), (_Z, _P)),
-    ((_X, _P), (_Z, _W)),
-    ((_Y, _W), (_Z, _P)),
-    ((_Y, _P), (_Z, _W)),
-    ((_X, _W), (_Y, _W)),
-    ((_X, _W), (_Z, _W)),
-    ((_Y, _W), (_Z, _W)),
+    (-1, -1, -1),  # bias
+    (_P, _P, _P),
+    (_W, _P, _P),
+    (_P, _W, _P),
+    (_P, _P, _W),
+    (_W, _W, _P),
+    (_W, _P, _W),
+    (_P, _W, _W),
+    (_P, _P, -1),
+    (_P, -1, _P),
+    (-1, _P, _P),
+    (_W, _P, -1),
+    (_P, _W, -1),
+    (_W, -1, _P),
+    (_P, -1, _W),
+    (-1, _W, _P),
+    (-1, _P, _W),
+    (_W, _W, -1),
+    (_W, -1, _W),
+    (-1, _W, _W),
 ]
 
 
-def _triple_table(templates):
-    """Rows ``(tag set, arity, a, b, c)`` of the triple templates.
+def _triple_rows(templates):
+    """Rows of the triple features: ``(tag set, column of X, of Y, of Z)``.
 
-    The 20 templates with UPOS for tags (tag set 1, or 0 for those without
-    a tag), then the 16 with a tag again with XPOS (tag set 2). ``a, b, c``
-    index the attribute vector: ``1 + 3 * role`` the word, ``+ 1`` UPOS,
-    ``+ 2`` XPOS.
+    The 20 templates with UPOS for tags (tag set ``TAGS_UPOS``, or 0 for
+    the 4 without a tag), then the 16 with a tag again with XPOS
+    (``TAGS_XPOS``).
     """
     rows = []
-    for column in (1, 2):
-        for attrs in templates:
-            has_tag = any(kind == _P for _, kind in attrs)
-            if column == 2 and not has_tag:
+    for tag_set, column in ((TAGS_UPOS, UPOS), (TAGS_XPOS, XPOS)):
+        for template in templates:
+            has_tag = _P in template
+            if tag_set == TAGS_XPOS and not has_tag:
                 continue
-            row = [column if has_tag else 0, len(attrs), 0, 0, 0]
-            for j, (role, kind) in enumerate(attrs):
-                row[2 + j] = 1 + 3 * role + (column if kind == _P else 0)
-            rows.append(row)
+            rows.append([tag_set if has_tag else 0]
+                        + [column if c == _P else c for c in template])
     return np.array(rows, dtype=np.int64)
 
 
-_TRIPLES = _triple_table(_TRIPLE_TEMPLATES)
+_TRIPLES = _triple_rows(_TRIPLE_TEMPLATES)
 N_TRIPLE_ROWS = _TRIPLES.shape[0]  # 36
+# Configurations: 2 sides of a sibling part, 4 codes x 2 directions of g -> h.
+_N_FLAGS = 8
+
+
+def _active_rows(triples):
+    """Per tag set (0-3), the rows it emits, in order (padded with -1)."""
+    active = np.full((4, triples.shape[0]), -1, dtype=np.int64)
+    for tags in range(4):
+        rows = [r for r in range(triples.shape[0])
+                if triples[r, 0] == 0 or triples[r, 0] & tags]
+        active[tags, :len(rows)] = rows
+    return active
+
+
+_ACTIVE = _active_rows(_TRIPLES)
+
+_PRIME = 1099511628211
+_U64 = (1 << 64) - 1
+
+
+def _py_mix(state, value):
+    """``_arc_features_fast._mix`` on Python ints (wrapping int64 arithmetic)."""
+    x = ((state ^ value) * _PRIME) & _U64
+    return x - (1 << 64) if x >> 63 else x
+
+
+# Seeds of the part types; from them, the seed of every (type, role,
+# template) and the constant of every (type, configuration, template).
+_SEEDS = (-6922599785690340825, 9179378715184502451)
+_ROLE_SEEDS = np.array(
+    [[[_py_mix(_py_mix(seed, 1 + role), r) for r in range(N_TRIPLE_ROWS)]
+      for role in range(3)] for seed in _SEEDS], dtype=np.int64)
+_FLAG_STATES = np.array(
+    [[[_py_mix(_py_mix(_py_mix(seed, 0), 16 + flags), r) for r in range(N_TRIPLE_ROWS)]
+      for flags in range(_N_FLAGS)] for seed in _SEEDS], dtype=np.int64)
 
 
 class PartWork(NamedTuple):
@@ -174,8 +217,11 @@ class PartWork(NamedTuple):
     ----------
     HS, MS, aux : ndarray of int64
         The sentence's arc template states (``token_states``): the pair
-        features read them. They may be the arrays the arc kernels use
-        (``new_states``), when those hold the same sentence's states.
+        features read them.
+    roles : ndarray of int64 of shape (2, 3, L + 3, N_TRIPLE_ROWS)
+        Per part type, role and token (rows ``0..n``; ``n + 1`` START,
+        ``n + 2`` STOP), the hash of each triple template's attribute of
+        that role (:func:`part_states`).
     tbuf, tbuf2 : ndarray of int64 of shape (N_TRIPLE_ROWS,)
         Triple feature indices of the current and the previous part.
     pbuf, pbuf2 : ndarray of int64 of shape (max_arc_features(L),)
@@ -188,6 +234,7 @@ class PartWork(NamedTuple):
     HS: np.ndarray
     MS: np.ndarray
     aux: np.ndarray
+    roles: np.ndarray
     tbuf: np.ndarray
     tbuf2: np.ndarray
     pbuf: np.ndarray
@@ -208,16 +255,61 @@ def new_part_work(L):
     work : PartWork
     """
     HS, MS, aux, pbuf = new_states(L)
-    return PartWork(HS, MS, aux, np.empty(N_TRIPLE_ROWS, dtype=np.int64),
+    return PartWork(HS, MS, aux, np.empty((2, 3, L + 3, N_TRIPLE_ROWS), dtype=np.int64),
+                    np.empty(N_TRIPLE_ROWS, dtype=np.int64),
                     np.empty(N_TRIPLE_ROWS, dtype=np.int64), pbuf,
                     np.empty(max_arc_features(L), dtype=np.int64),
                     np.empty((L + 1, L + 1)))
 
 
-@njit
+@njit(internal=True)
+def _role_states(tokens, start, n, roles):
+    """Tabulate the role hashes of the triple templates (``PartWork.roles``) of a sentence.
+
+    Row ``i`` of ``roles[kind, role]`` for token ``i`` (``0..n``), row
+    ``n + 1`` for START and ``n + 2`` for STOP; 0 for a template that
+    leaves the role out.
+    """
+    for i in range(n + 3):
+        for r in range(N_TRIPLE_ROWS):
+            for role in range(3):
+                column = _TRIPLES[r, 1 + role]
+                if column < 0:
+                    roles[0, role, i, r] = 0
+                    roles[1, role, i, r] = 0
+                    continue
+                if i == n + 1:
+                    value = _START + column
+                elif i == n + 2:
+                    value = _STOP + column
+                else:
+                    value = tokens[start + i, column]
+                for kind in range(2):
+                    roles[kind, role, i, r] = (_ROLE_SEEDS[kind, role, r] ^ value) * _PRIME
+
+
+@njit(inline="always")
+def role_states(tokens, start, n, roles):
+    """Tabulate the role hashes of the triple templates (``PartWork.roles``) of a sentence.
+
+    Row ``i`` of ``roles[kind, role]`` for token ``i`` (``0..n``), row
+    ``n + 1`` for START and ``n + 2`` for STOP; 0 for a template that
+    leaves the role out. :func:`part_states` without the arc states.
+    """
+    _role_states(tokens, start, n, roles)
+
+
+@njit(inline="always")
 def part_states(tokens, start, n, work):
-    """Compute the sentence's template states into ``work`` (``token_states``)."""
+    """The sentence's states: arc template states (pair features) and role hashes (triples).
+
+    ``token_states`` into ``work.HS``, ``work.MS``, ``work.aux`` and
+    :func:`role_states` into ``work.roles``. When the arc kernels have just
+    left the same sentence's arc states in those arrays, :func:`role_states`
+    alone will do.
+    """
     token_states(tokens, start, n, work.HS, work.MS, work.aux)
+    _role_states(tokens, start, n, work.roles)
 
 
 @njit
@@ -232,33 +324,20 @@ def n_triple_features(tags):
 
 
 @njit(internal=True)
-def _set_role(tokens, start, v, role, i, special):
-    """Attributes of token ``i`` (or of START / STOP: ``special`` != 0) in role ``role``."""
-    base = 1 + 3 * role
-    if special != 0:
-        v[base] = special
-        v[base + 1] = special + UPOS
-        v[base + 2] = special + XPOS
-    else:
-        v[base] = tokens[start + i, FORM]
-        v[base + 1] = tokens[start + i, UPOS]
-        v[base + 2] = tokens[start + i, XPOS]
-
-
-@njit(internal=True)
-def _triple_features(kind, tokens, start, n, a, b, c, tags, shift, mask, v, out):
+def _triple_features(kind, n, a, b, c, tags, roles, shift, mask, out):
     """Triple feature indices of the part ``(a, b, c)`` of type ``kind`` into ``out``."""
+    x = a
+    y = b
+    z = c
     if kind == SIBLING:
         # (h, m, s): START for m == h, STOP for s outside the words.
-        _set_role(tokens, start, v, _X, a, 0)
-        _set_role(tokens, start, v, _Y, b, _START if b == a else 0)
-        _set_role(tokens, start, v, _Z, c, _STOP if c < 1 or c > n else 0)
+        if b == a:
+            y = n + 1
+        if c < 1 or c > n:
+            z = n + 2
         flags = 1 if c > a else 0
     else:
         # (g, h, m): TurboParser's configuration code plus the direction of g -> h.
-        _set_role(tokens, start, v, _X, a, 0)
-        _set_role(tokens, start, v, _Y, b, 0)
-        _set_role(tokens, start, v, _Z, c, 0)
         gh = b > a
         hm = c > b
         if c == a:
@@ -270,17 +349,15 @@ def _triple_features(kind, tokens, start, n, a, b, c, tags, shift, mask, v, out)
         else:
             code = 2
         flags = code + (4 if gh else 0)
-    base = _mix(_SEEDS[kind], flags)
-    k = 0
-    for r in range(N_TRIPLE_ROWS):
-        need = _TRIPLES[r, 0]
-        if need != 0 and (need & tags) == 0:
-            continue
-        state = _mix(base, r)
-        for j in range(_TRIPLES[r, 1]):
-            state = _mix(state, v[_TRIPLES[r, 2 + j]])
-        out[k] = _fib(state, shift, mask)
-        k += 1
+    k = n_triple_features(tags)
+    fl = _FLAG_STATES[kind, flags]
+    tx = roles[kind, 0, x]
+    ty = roles[kind, 1, y]
+    tz = roles[kind, 2, z]
+    rows = _ACTIVE[tags]
+    for j in range(k):
+        r = rows[j]
+        out[j] = _fib((fl[r] ^ tx[r] ^ ty[r] ^ tz[r]) * _PRIME, shift, mask)
     return k
 
 
@@ -307,25 +384,24 @@ def _pair_features(kind, tokens, start, n, p, q, preset, work, shift, mask, out)
     return k
 
 
-@njit
-def sibling_features(tokens, start, n, h, m, s, tags, shift, mask, out):
+@njit(inline="always")
+def sibling_features(n, h, m, s, tags, work, shift, mask, out):
     """Triple feature indices of the sibling part ``(h, m, s)`` into ``out``; return how many.
 
-    ``out`` holds ``N_TRIPLE_ROWS`` entries; ``shift`` is
-    ``index_shift(mask)``. The pair features are :func:`pair_features`'.
+    ``work`` holds the sentence's states (:func:`part_states`); ``out``
+    ``N_TRIPLE_ROWS`` entries; ``shift`` is ``index_shift(mask)``. The pair
+    features are :func:`pair_features`'.
     """
-    v = np.zeros(_N_PART_ATTRS, dtype=np.int64)
-    return _triple_features(SIBLING, tokens, start, n, h, m, s, tags, shift, mask, v, out)
+    return _triple_features(SIBLING, n, h, m, s, tags, work.roles, shift, mask, out)
 
 
-@njit
-def grandparent_features(tokens, start, n, g, h, m, tags, shift, mask, out):
+@njit(inline="always")
+def grandparent_features(n, g, h, m, tags, work, shift, mask, out):
     """Triple feature indices of the grandparent part ``(g, h, m)`` (:func:`sibling_features`)."""
-    v = np.zeros(_N_PART_ATTRS, dtype=np.int64)
-    return _triple_features(GRANDPARENT, tokens, start, n, g, h, m, tags, shift, mask, v, out)
+    return _triple_features(GRANDPARENT, n, g, h, m, tags, work.roles, shift, mask, out)
 
 
-@njit
+@njit(inline="always")
 def pair_features(kind, tokens, start, n, p, q, preset, work, shift, mask, out):
     """Pair features of part type ``kind`` for the ordered pair ``(p, q)``; return how many.
 
@@ -372,7 +448,7 @@ def part_feature_indices(kind, tokens, start, n, a, b, c, preset, tags, mask):
     part_states(tokens, start, n, work)
     shift = index_shift(mask)
     triples = sibling_features if kind == SIBLING else grandparent_features
-    kt = triples(tokens, start, n, a, b, c, tags, shift, mask, work.tbuf)
+    kt = triples(n, a, b, c, tags, work, shift, mask, work.tbuf)
     out = [work.tbuf[:kt]]
     if kind == SIBLING:
         p, q = (-1, -1) if b == a or c < 1 or c > n else (b, c)
@@ -401,18 +477,17 @@ def _prefetch_and_sum(next_buf, next_k, buf, k, w):
     return s
 
 
-@njit
-def part_scores(kind, tokens, start, n, parts, w, preset, tags, mask, work, out, memoise):
+@njit(internal=True)
+def _part_scores(kind, tokens, start, n, parts, w, preset, tags, mask, work, out, memoise):
     """Scores of the parts ``parts`` (``(k, 3)`` int64) of type ``kind`` into ``out`` (``(k,)``).
 
     A part's score is the sum of ``w`` over its triple features (in order)
     plus the sum over its pair features (in order): that of
     :func:`part_feature_indices`, summed triple features first. With
     ``memoise``, each ordered pair's score is computed once and kept in
-    ``work.table`` (NaN: not computed yet); without, once per part (for
+    ``work.table`` (NaN: not computed); without, once per part (for
     measurements). ``work`` must hold the sentence's states
-    (:func:`part_states`, or the arc kernels' ``token_states`` on the same
-    arrays).
+    (:func:`part_states`).
 
     The weights are read one part late, as the arc kernels read them: the
     indices of a part are computed, then the previous part is summed while
@@ -421,11 +496,11 @@ def part_scores(kind, tokens, start, n, parts, w, preset, tags, mask, work, out,
     """
     shift = index_shift(mask)
     table = work.table
+    roles = work.roles
     if memoise:
         for p in range(n + 1):
             for q in range(n + 1):
                 table[p, q] = np.nan
-    v = np.zeros(_N_PART_ATTRS, dtype=np.int64)
     cur_t, prev_t = work.tbuf, work.tbuf2
     cur_p, prev_p = work.pbuf, work.pbuf2
     prev = -1
@@ -444,7 +519,7 @@ def part_scores(kind, tokens, start, n, parts, w, preset, tags, mask, work, out,
             a = parts[i, 0]
             b = parts[i, 1]
             c = parts[i, 2]
-            kt = _triple_features(kind, tokens, start, n, a, b, c, tags, shift, mask, v, cur_t)
+            kt = _triple_features(kind, n, a, b, c, tags, roles, shift, mask, cur_t)
             pp, pq = _pair(kind, n, a, b, c)
             # A pair is computed unless it is memoised or is the previous
             # part's, still to be summed (its score lands in the table below).
@@ -475,73 +550,129 @@ def part_scores(kind, tokens, start, n, parts, w, preset, tags, mask, work, out,
         prev_new = new
 
 
-@njit
-def add_part_gradient(kind, tokens, start, n, parts, coef, preset, tags, mask, work, grad, col,
+@njit(inline="always")
+def _prefetch_and_push(next_buf, next_k, buf, k, value, grad, col, touched, n_touched, stamp):
+    """:func:`push` ``value`` to ``buf[:k]``, requesting the lines of ``next_buf[:next_k]``.
+
+    The gradient is as scattered as the weights.
+    """
+    top = k if k > next_k else next_k
+    for j in range(top):
+        if j < next_k:
+            prefetch(grad[next_buf[j]], col)  # a row: prefetches take vectors
+        if j < k:
+            n_touched = push(buf[j], value, grad, col, touched, n_touched, stamp)
+    return n_touched
+
+
+@njit(internal=True)
+def _add_part_gradient(kind, tokens, start, n, parts, coef, preset, tags, mask, work, grad, col,
                       touched, n_touched, stamp):
     """Add ``coef[i]`` times the features of part ``i`` to ``grad[:, col]``; return the new count.
 
     The adjoint of :func:`part_scores`. Parts with ``coef[i] == 0`` are
     skipped. The coefficients of the parts that share an ordered pair are
     summed (in ``work.table``) and the pair's features pushed once, pairs
-    in row-major order. ``grad``, ``col``, ``touched``, ``n_touched``,
-    ``stamp`` as the online learner's ``push`` takes them. ``work`` must
-    hold the sentence's states (:func:`part_states`).
+    in row-major order, after the triple features. ``grad``,
+    ``col``, ``touched``, ``n_touched``, ``stamp`` as the online learner's
+    ``push`` takes them. ``work`` must hold the sentence's states
+    (:func:`part_states`). The coordinates of a part are requested while
+    the previous part's are written, as :func:`part_scores` reads them.
     """
     shift = index_shift(mask)
     table = work.table
+    roles = work.roles
     for p in range(n + 1):
         for q in range(n + 1):
             table[p, q] = 0.0
-    v = np.zeros(_N_PART_ATTRS, dtype=np.int64)
-    buf = work.tbuf
-    for i in range(parts.shape[0]):
-        value = coef[i]
-        if value == 0.0:
-            continue
-        a = parts[i, 0]
-        b = parts[i, 1]
-        c = parts[i, 2]
-        kt = _triple_features(kind, tokens, start, n, a, b, c, tags, shift, mask, v, buf)
-        for j in range(kt):
-            n_touched = push(buf[j], value, grad, col, touched, n_touched, stamp)
-        p, q = _pair(kind, n, a, b, c)
-        if p >= 0:
-            table[p, q] += value
-    buf = work.pbuf
-    for p in range(n + 1):
-        for q in range(n + 1):
+    cur, prev = work.tbuf, work.tbuf2
+    prev_k = 0
+    prev_value = 0.0
+    for i in range(parts.shape[0] + 1):
+        k = 0
+        value = 0.0
+        if i < parts.shape[0]:
+            value = coef[i]
+            if value == 0.0:
+                continue
+            a = parts[i, 0]
+            b = parts[i, 1]
+            c = parts[i, 2]
+            k = _triple_features(kind, n, a, b, c, tags, roles, shift, mask, cur)
+            p, q = _pair(kind, n, a, b, c)
+            if p >= 0:
+                table[p, q] += value
+        n_touched = _prefetch_and_push(cur, k, prev, prev_k, prev_value, grad, col, touched,
+                                       n_touched, stamp)
+        cur, prev = prev, cur
+        prev_k = k
+        prev_value = value
+    cur, prev = work.pbuf, work.pbuf2
+    prev_k = 0
+    prev_value = 0.0
+    for pq in range((n + 1) * (n + 1) + 1):
+        k = 0
+        value = 0.0
+        if pq < (n + 1) * (n + 1):
+            p = pq // (n + 1)
+            q = pq % (n + 1)
             value = table[p, q]
             if value == 0.0:
                 continue
-            kp = _pair_features(kind, tokens, start, n, p, q, preset, work, shift, mask, buf)
-            for j in range(kp):
-                n_touched = push(buf[j], value, grad, col, touched, n_touched, stamp)
+            k = _pair_features(kind, tokens, start, n, p, q, preset, work, shift, mask, cur)
+        n_touched = _prefetch_and_push(cur, k, prev, prev_k, prev_value, grad, col, touched,
+                                       n_touched, stamp)
+        cur, prev = prev, cur
+        prev_k = k
+        prev_value = value
     return n_touched
 
 
-@njit
+@njit(inline="always")
+def part_scores(kind, tokens, start, n, parts, w, preset, tags, mask, work, out, memoise):
+    """Scores of the parts ``parts`` (``(k, 3)`` int64) of type ``kind`` into ``out`` (``(k,)``).
+
+    See :func:`_part_scores`; ``memoise=False`` is for measurements.
+    """
+    _part_scores(kind, tokens, start, n, parts, w, preset, tags, mask, work, out, memoise)
+
+
+@njit(inline="always")
+def add_part_gradient(kind, tokens, start, n, parts, coef, preset, tags, mask, work, grad, col,
+                      touched, n_touched, stamp):
+    """Add ``coef[i]`` times the features of part ``i`` to ``grad[:, col]``.
+
+    See :func:`_add_part_gradient`; returns the new count of touched
+    coordinates.
+    """
+    return _add_part_gradient(kind, tokens, start, n, parts, coef, preset, tags, mask, work,
+                              grad, col, touched, n_touched, stamp)
+
+
+@njit(inline="always")
 def sibling_scores(tokens, start, n, parts, w, preset, tags, mask, work, out):
     """:func:`part_scores` of sibling parts ``(h, m, s)``, pairs memoised."""
-    part_scores(SIBLING, tokens, start, n, parts, w, preset, tags, mask, work, out, True)
+    _part_scores(SIBLING, tokens, start, n, parts, w, preset, tags, mask, work, out, True)
 
 
-@njit
+@njit(inline="always")
 def grandparent_scores(tokens, start, n, parts, w, preset, tags, mask, work, out):
     """:func:`part_scores` of grandparent parts ``(g, h, m)``, pairs memoised."""
-    part_scores(GRANDPARENT, tokens, start, n, parts, w, preset, tags, mask, work, out, True)
+    _part_scores(GRANDPARENT, tokens, start, n, parts, w, preset, tags, mask, work, out,
+                 True)
 
 
-@njit
+@njit(inline="always")
 def add_sibling_parts(tokens, start, n, parts, coef, preset, tags, mask, work, grad, col,
                       touched, n_touched, stamp):
     """:func:`add_part_gradient` of sibling parts ``(h, m, s)``."""
-    return add_part_gradient(SIBLING, tokens, start, n, parts, coef, preset, tags, mask, work,
-                             grad, col, touched, n_touched, stamp)
+    return _add_part_gradient(SIBLING, tokens, start, n, parts, coef, preset, tags, mask, work,
+                              grad, col, touched, n_touched, stamp)
 
 
-@njit
+@njit(inline="always")
 def add_grandparent_parts(tokens, start, n, parts, coef, preset, tags, mask, work, grad, col,
                           touched, n_touched, stamp):
     """:func:`add_part_gradient` of grandparent parts ``(g, h, m)``."""
-    return add_part_gradient(GRANDPARENT, tokens, start, n, parts, coef, preset, tags, mask,
-                             work, grad, col, touched, n_touched, stamp)
+    return _add_part_gradient(GRANDPARENT, tokens, start, n, parts, coef, preset, tags, mask,
+                              work, grad, col, touched, n_touched, stamp)

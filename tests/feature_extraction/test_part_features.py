@@ -101,10 +101,12 @@ def test_both_tag_sets_are_the_union_of_each():
         assert both == u | x and len(both) == 36
 
 
-def _triples(kind, tokens, start, n, part, tags=pf.TAGS_XPOS, mask=2**22 - 1):
+def _triples(kind, tokens, start, n, part, tags=pf.TAGS_XPOS, mask=2**22 - 1, work=None):
+    if work is None:
+        work = _state(tokens, start, n)
     out = np.empty(pf.N_TRIPLE_ROWS, dtype=np.int64)
     fn = pf.sibling_features if kind == pf.SIBLING else pf.grandparent_features
-    k = fn(tokens, start, n, *part, tags, af.index_shift(mask), mask, out)
+    k = fn(n, *(int(x) for x in part), tags, work, af.index_shift(mask), mask, out)
     return set(out[:k].tolist())
 
 
@@ -153,18 +155,18 @@ def test_salted_apart_from_arc_features(preset):
     arc_set = set(np.concatenate(list(arcs.values())).tolist())
     # Chance collisions only: about |arc features| / n_features of any other set.
     chance = len(arc_set) / n_features
+    work = _state(tokens, start, n)
     triple_sets = {}
     for kind in KINDS:
         triple_sets[kind] = set()
         for part in _all_parts(kind, n):
-            triple_sets[kind] |= _triples(kind, tokens, start, n, part)
+            triple_sets[kind] |= _triples(kind, tokens, start, n, part, work=work)
         overlap = len(triple_sets[kind] & arc_set) / len(triple_sets[kind])
         assert overlap < 3 * chance + 1e-3
     sib, grand = triple_sets[pf.SIBLING], triple_sets[pf.GRANDPARENT]
     assert len(sib & grand) / len(sib) < 3 * len(grand) / n_features + 1e-3
     # The pair features are the pair's arc features XOR-ed with the type's
     # salt (the arc's aligned blocks of 16 weights stay aligned) ...
-    work = _state(tokens, start, n)
     shift = af.index_shift(mask)
     out = np.empty(af.max_arc_features(n), dtype=np.int64)
     pair_sets = {pf.SIBLING: set(), pf.GRANDPARENT: set()}
