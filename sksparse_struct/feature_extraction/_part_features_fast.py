@@ -92,6 +92,7 @@ from ..learners._online_fast import push
 from ..utils._numba import njit
 from ..utils._prefetch_fast import prefetch
 from ._arc_features_fast import (
+    _PRIME,
     FORM,
     UPOS,
     XPOS,
@@ -189,7 +190,6 @@ def _active_rows(triples):
 
 _ACTIVE = _active_rows(_TRIPLES)
 
-_PRIME = 1099511628211
 _U64 = (1 << 64) - 1
 
 
@@ -217,7 +217,10 @@ class PartWork(NamedTuple):
     ----------
     HS, MS, aux : ndarray of int64
         The sentence's arc template states (``token_states``): the pair
-        features read them.
+        features read them. They may be the arc kernels' own arrays
+        (``new_part_work(L)._replace(HS=HS, MS=MS, aux=aux)``), so that the
+        states the arc scores left serve the parts too (then
+        :func:`role_states` alone prepares a sentence).
     roles : ndarray of int64 of shape (2, 3, L + 3, N_TRIPLE_ROWS)
         Per part type, role and token (rows ``0..n``; ``n + 1`` START,
         ``n + 2`` STOP), the hash of each triple template's attribute of
@@ -304,15 +307,13 @@ def part_states(tokens, start, n, work):
     """The sentence's states: arc template states (pair features) and role hashes (triples).
 
     ``token_states`` into ``work.HS``, ``work.MS``, ``work.aux`` and
-    :func:`role_states` into ``work.roles``. When the arc kernels have just
-    left the same sentence's arc states in those arrays, :func:`role_states`
-    alone will do.
+    :func:`role_states` into ``work.roles``.
     """
     token_states(tokens, start, n, work.HS, work.MS, work.aux)
     _role_states(tokens, start, n, work.roles)
 
 
-@njit
+@njit(inline="always")
 def n_triple_features(tags):
     """Triple features per part for the tag sets ``tags``: 20 for one, 36 for both."""
     k = 4

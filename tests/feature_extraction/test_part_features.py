@@ -12,6 +12,10 @@ from sksparse_struct.parsing._problem import stack_sentences
 KINDS = [pf.SIBLING, pf.GRANDPARENT]
 PRESETS = ["mst", "rich"]
 TAGS = [pf.TAGS_UPOS, pf.TAGS_XPOS, pf.TAGS_BOTH]
+# test_hashes_are_stable: "Dogs bark", n_features 2**22.
+PINNED_SIBLING = [796034, 564004, 2956492]
+PINNED_GRANDPARENT = [1823274, 704249, 3455176]
+PINNED_GRANDPARENT_PAIR = [2725714, 2725722, 1030072]
 
 
 def _stacked(preset="rich", n_features=2**22, length=12):
@@ -58,8 +62,8 @@ def _indices(kind, tokens, start, n, part, preset, tags, mask):
                                    af.RICH if preset == "rich" else af.MST, tags, mask)
 
 
-def _state(tokens, start, n):
-    work = pf.new_part_work(n + 3)  # longer than the sentence, as for a batch
+def _state(tokens, start, n, L=30):
+    work = pf.new_part_work(L)  # longer than the sentence, as for a batch
     pf.part_states(tokens, start, n, work)
     return work
 
@@ -212,7 +216,14 @@ def test_scores_equal_the_sum_over_the_part_indices(kind, preset):
     w = rng.randn(mask + 1)
     parts = _random_parts(kind, n, rng)
     code = af.RICH if preset == "rich" else af.MST
-    work = _state(tokens, start, n)
+    # The work arrays served another sentence first (stacked at row 0): its
+    # states and memo must not leak into this one's scores.
+    other_n = start - 1
+    work = _state(tokens, 0, other_n)
+    other = _random_parts(kind, other_n, rng, size=50)
+    pf.part_scores(kind, tokens, 0, other_n, other, w, code, pf.TAGS_BOTH, mask, work,
+                   np.empty(len(other)), True)
+    pf.part_states(tokens, start, n, work)
     for tags in (pf.TAGS_XPOS, pf.TAGS_BOTH):
         ref = _reference_scores(kind, tokens, start, n, parts, w, preset, tags, mask)
         for memoise in (True, False):
@@ -280,3 +291,18 @@ def test_gradient_is_the_adjoint_of_the_scores(kind, preset):
                                    grad, 0, touched, n_touched, stamp)
     assert n_again == n_touched
     np.testing.assert_allclose(grad[:, 0], 2 * dense, rtol=0, atol=1e-12)
+
+
+def test_hashes_are_stable():
+    # Fixed values: a change of the hashing silently invalidates fitted
+    # models, so it must be deliberate.
+    encoded = ArcFeatures(preset="mst").transform([[("Dogs", "NOUN"), ("bark", "VERB")]])[0]
+    mask = 2**22 - 1
+    sib = pf.part_feature_indices(pf.SIBLING, encoded.tokens, 0, 2, 2, 1, -1, af.MST,
+                                  pf.TAGS_XPOS, mask)
+    grand = pf.part_feature_indices(pf.GRANDPARENT, encoded.tokens, 0, 2, 0, 2, 1, af.MST,
+                                    pf.TAGS_XPOS, mask)
+    assert sib.shape == (20,) and grand.shape == (20 + 48,)
+    assert sib[:3].tolist() == PINNED_SIBLING
+    assert grand[:3].tolist() == PINNED_GRANDPARENT
+    assert grand[20:23].tolist() == PINNED_GRANDPARENT_PAIR
