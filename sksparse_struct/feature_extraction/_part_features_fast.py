@@ -267,12 +267,7 @@ def new_part_work(L):
 
 @njit(internal=True)
 def _role_states(tokens, start, n, roles):
-    """Tabulate the role hashes of the triple templates (``PartWork.roles``) of a sentence.
-
-    Row ``i`` of ``roles[kind, role]`` for token ``i`` (``0..n``), row
-    ``n + 1`` for START and ``n + 2`` for STOP; 0 for a template that
-    leaves the role out.
-    """
+    """Body of :func:`role_states` (no Python entry point)."""
     for i in range(n + 3):
         for r in range(N_TRIPLE_ROWS):
             for role in range(3):
@@ -480,21 +475,7 @@ def _prefetch_and_sum(next_buf, next_k, buf, k, w):
 
 @njit(internal=True)
 def _part_scores(kind, tokens, start, n, parts, w, preset, tags, mask, work, out, memoise):
-    """Scores of the parts ``parts`` (``(k, 3)`` int64) of type ``kind`` into ``out`` (``(k,)``).
-
-    A part's score is the sum of ``w`` over its triple features (in order)
-    plus the sum over its pair features (in order): that of
-    :func:`part_feature_indices`, summed triple features first. With
-    ``memoise``, each ordered pair's score is computed once and kept in
-    ``work.table`` (NaN: not computed); without, once per part (for
-    measurements). ``work`` must hold the sentence's states
-    (:func:`part_states`).
-
-    The weights are read one part late, as the arc kernels read them: the
-    indices of a part are computed, then the previous part is summed while
-    the new part's lines are requested. The sums are the same, term by
-    term, as reading each weight when needed.
-    """
+    """Body of :func:`part_scores` (no Python entry point)."""
     shift = index_shift(mask)
     table = work.table
     roles = work.roles
@@ -567,19 +548,9 @@ def _prefetch_and_push(next_buf, next_k, buf, k, value, grad, col, touched, n_to
 
 
 @njit(internal=True)
-def _add_part_gradient(kind, tokens, start, n, parts, coef, preset, tags, mask, work, grad, col,
-                      touched, n_touched, stamp):
-    """Add ``coef[i]`` times the features of part ``i`` to ``grad[:, col]``; return the new count.
-
-    The adjoint of :func:`part_scores`. Parts with ``coef[i] == 0`` are
-    skipped. The coefficients of the parts that share an ordered pair are
-    summed (in ``work.table``) and the pair's features pushed once, pairs
-    in row-major order, after the triple features. ``grad``,
-    ``col``, ``touched``, ``n_touched``, ``stamp`` as the online learner's
-    ``push`` takes them. ``work`` must hold the sentence's states
-    (:func:`part_states`). The coordinates of a part are requested while
-    the previous part's are written, as :func:`part_scores` reads them.
-    """
+def _add_part_gradient(kind, tokens, start, n, parts, coef, preset, tags, mask, work, grad,
+                       col, touched, n_touched, stamp):
+    """Body of :func:`add_part_gradient` (no Python entry point)."""
     shift = index_shift(mask)
     table = work.table
     roles = work.roles
@@ -633,7 +604,18 @@ def _add_part_gradient(kind, tokens, start, n, parts, coef, preset, tags, mask, 
 def part_scores(kind, tokens, start, n, parts, w, preset, tags, mask, work, out, memoise):
     """Scores of the parts ``parts`` (``(k, 3)`` int64) of type ``kind`` into ``out`` (``(k,)``).
 
-    See :func:`_part_scores`; ``memoise=False`` is for measurements.
+    A part's score is the sum of ``w`` over its triple features (in order)
+    plus the sum over its pair features (in order): that of
+    :func:`part_feature_indices`, summed triple features first. With
+    ``memoise``, each ordered pair's score is computed once and kept in
+    ``work.table`` (NaN: not computed); without, once per part (for
+    measurements). ``work`` must hold the sentence's states
+    (:func:`part_states`); ``out`` may be uninitialised.
+
+    The weights are read one part late, as the arc kernels read them: the
+    indices of a part are computed, then the previous part is summed while
+    the new part's lines are requested. The sums are the same, term by
+    term, as reading each weight when needed.
     """
     _part_scores(kind, tokens, start, n, parts, w, preset, tags, mask, work, out, memoise)
 
@@ -641,10 +623,16 @@ def part_scores(kind, tokens, start, n, parts, w, preset, tags, mask, work, out,
 @njit(inline="always")
 def add_part_gradient(kind, tokens, start, n, parts, coef, preset, tags, mask, work, grad, col,
                       touched, n_touched, stamp):
-    """Add ``coef[i]`` times the features of part ``i`` to ``grad[:, col]``.
+    """Add ``coef[i]`` times the features of part ``i`` to ``grad[:, col]``; return the new count.
 
-    See :func:`_add_part_gradient`; returns the new count of touched
-    coordinates.
+    The adjoint of :func:`part_scores`. Parts with ``coef[i] == 0`` are
+    skipped. The coefficients of the parts that share an ordered pair are
+    summed (in ``work.table``) and the pair's features pushed once, pairs
+    in row-major order, after the triple features. ``grad``,
+    ``col``, ``touched``, ``n_touched``, ``stamp`` as the online learner's
+    ``push`` takes them. ``work`` must hold the sentence's states
+    (:func:`part_states`). The coordinates of a part are requested while
+    the previous part's are written, as :func:`part_scores` reads them.
     """
     return _add_part_gradient(kind, tokens, start, n, parts, coef, preset, tags, mask, work,
                               grad, col, touched, n_touched, stamp)
