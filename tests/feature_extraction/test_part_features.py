@@ -62,8 +62,8 @@ def _indices(kind, tokens, start, n, part, preset, tags, mask):
                                    af.RICH if preset == "rich" else af.MST, tags, mask)
 
 
-def _state(tokens, start, n, L=30):
-    work = pf.new_part_work(L)  # longer than the sentence, as for a batch
+def _state(tokens, start, n, L=None):
+    work = pf.new_part_work(n + 3 if L is None else L)  # longer, as for a batch
     pf.part_states(tokens, start, n, work)
     return work
 
@@ -219,7 +219,7 @@ def test_scores_equal_the_sum_over_the_part_indices(kind, preset):
     # The work arrays served another sentence first (stacked at row 0): its
     # states and memo must not leak into this one's scores.
     other_n = start - 1
-    work = _state(tokens, 0, other_n)
+    work = _state(tokens, 0, other_n, L=max(n, other_n) + 1)
     other = _random_parts(kind, other_n, rng, size=50)
     pf.part_scores(kind, tokens, 0, other_n, other, w, code, pf.TAGS_BOTH, mask, work,
                    np.empty(len(other)), True)
