@@ -88,7 +88,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..learners._online_fast import push
+from ..utils._sparse_gradient_fast import push
 from ..utils._numba import njit
 from ..utils._prefetch_fast import prefetch
 from ._arc_features_fast import (

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..utils._numba import njit
 from ..utils._prefetch_fast import prefetch
+from ..utils._sparse_gradient_fast import push
 
 __all__ = [
     "ACC",
@@ -106,22 +107,6 @@ def aligned_zeros(shape):
     skip = (-raw.ctypes.data % 64) // 8
     return raw[skip:skip + size].reshape(shape)
 
-
-@njit
-def push(idx, value, grad, col, touched, n_touched, stamp):
-    """Add ``value`` to coordinate ``idx`` of the part whose gradient column is ``col``.
-
-    ``grad`` is :attr:`SparseGradient.values`, ``col`` is ``2 * part``,
-    ``touched`` the part's row of :attr:`SparseGradient.touched` and
-    ``n_touched`` its count so far; ``stamp`` is the current step. Returns
-    the new count.
-    """
-    grad[idx, col] += value
-    if grad[idx, col + 1] != stamp:
-        grad[idx, col + 1] = stamp
-        touched[n_touched] = idx
-        n_touched += 1
-    return n_touched
 
 
 @njit
