@@ -34,7 +34,7 @@ __all__ = ["DependencyTree", "no_tree_error", "tree_options"]
 _ARC_INDEX_CACHE = {}
 
 
-def _arc_index(n):
+def arc_index(n):
     """Heads and modifiers of the ``n * n`` arcs in the part order."""
     index = _ARC_INDEX_CACHE.get(n)
     if index is None:
@@ -358,11 +358,11 @@ class DependencyTree(Structure):
             )
         d = np.ascontiguousarray(d)
         n = scores.shape[0] - 1
-        used = d[_arc_index(n)]
+        used = d[arc_index(n)]
         if not np.all(np.isfinite(used)):
             raise ValueError("d_arc_marginals must be finite on the arcs (off the diagonal, columns 1..n).")
         d = np.zeros_like(scores)
-        d[_arc_index(n)] = used
+        d[arc_index(n)] = used
         if projective:
             from ._projective import projective_marginals_backward
 
@@ -402,7 +402,7 @@ class DependencyTree(Structure):
     def encode(self, scores):
         scores = _check_arc_scores(scores)
         n = scores.shape[0] - 1
-        return Parts(np.ascontiguousarray(scores[_arc_index(n)]), np.zeros(0), n)
+        return Parts(np.ascontiguousarray(scores[arc_index(n)]), np.zeros(0), n)
 
     def compiled_oracle(self, parts):
         """Chu-Liu-Edmonds or Eisner, compiled (see :meth:`Structure.compiled_oracle`)."""
@@ -417,7 +417,7 @@ class DependencyTree(Structure):
         projective, single_root = tree_options(self)
         if projective:
             scores = np.full((n + 1, n + 1), -np.inf)
-            scores[_arc_index(n)] = eta_u
+            scores[arc_index(n)] = eta_u
             heads = self._map_matrix(scores)
             return heads, _heads_to_parts(heads), np.zeros(0)
         # One compiled call (scatter, Chu-Liu-Edmonds, indicators): this is
@@ -438,7 +438,7 @@ class DependencyTree(Structure):
     def decode(self, u, v, parts):
         n = parts.context
         out = np.zeros((n + 1, n + 1))
-        out[_arc_index(n)] = u
+        out[arc_index(n)] = u
         return out
 
     def decode_backward(self, d_marginals, parts):
@@ -449,7 +449,7 @@ class DependencyTree(Structure):
                 f"the gradient w.r.t. the arc marginals has shape {d.shape}, "
                 f"expected {(n + 1, n + 1)}."
             )
-        return np.ascontiguousarray(d[_arc_index(n)]), np.zeros(0)
+        return np.ascontiguousarray(d[arc_index(n)]), np.zeros(0)
 
     def encode_backward(self, d_eta_u, d_eta_v, parts):
         return (self.decode(np.asarray(d_eta_u, dtype=np.float64), None, parts),)
@@ -468,7 +468,7 @@ def _heads_to_parts(heads):
 def _no_underflow(scores):
     """Whether every allowed arc keeps a normal float weight after the shift."""
     n = scores.shape[0] - 1
-    used = scores[_arc_index(n)].reshape(n, n)  # row: modifier
+    used = scores[arc_index(n)].reshape(n, n)  # row: modifier
     finite = np.isfinite(used)
     low = np.where(finite, used, np.inf).min(axis=1)
     high = np.where(finite, used, -np.inf).max(axis=1)
