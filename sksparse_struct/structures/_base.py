@@ -67,6 +67,7 @@ __all__ = ["CompiledOracle", "Parts", "Structure", "UnaryStructure", "check_part
 ORACLE_TREE = 0
 ORACLE_SEQUENCE = 1
 ORACLE_PROJECTIVE_TREE = 2
+ORACLE_HEAD_AUTOMATON = 3
 
 
 class CompiledOracle(NamedTuple):
@@ -77,13 +78,18 @@ class CompiledOracle(NamedTuple):
     kind : int
         Which compiled oracle: ``ORACLE_TREE`` (Chu-Liu-Edmonds on ``n``
         words, the ``n * n`` arc scores of :class:`DependencyTree`),
-        ``ORACLE_PROJECTIVE_TREE`` (Eisner, likewise) or ``ORACLE_SEQUENCE``
+        ``ORACLE_PROJECTIVE_TREE`` (Eisner, likewise), ``ORACLE_SEQUENCE``
         (Viterbi on ``n`` positions and ``K`` labels, the flat unary scores
-        and ``K * K`` transitions of :class:`Sequence`).
+        and ``K * K`` transitions of :class:`Sequence`) or
+        ``ORACLE_HEAD_AUTOMATON`` (Viterbi over ``n`` modifiers, once per
+        each of ``K`` incoming arcs, in the flat layout of
+        :class:`HeadAutomaton` (``K = 0``) and
+        :class:`GrandparentHeadAutomaton`).
     n : int
-        Size of the instance (words, positions).
+        Size of the instance (words, positions, modifiers).
     K : int
-        Number of labels (sequences; 0 otherwise).
+        Number of labels (sequences), of incoming arcs (head automata; 0
+        for the plain one); 0 otherwise.
     single_root : bool
         Trees: whether the root has exactly one child.
     """
