@@ -353,7 +353,9 @@ class FactorGraph:
             A structure with a compiled MAP oracle
             (:meth:`~sksparse_struct.structures.Structure.compiled_oracle`):
             :class:`~sksparse_struct.structures.DependencyTree` (projective
-            or not) or :class:`~sksparse_struct.structures.Sequence`.
+            or not), :class:`~sksparse_struct.structures.Sequence`,
+            :class:`~sksparse_struct.structures.HeadAutomaton` or
+            :class:`~sksparse_struct.structures.GrandparentHeadAutomaton`.
         variables : array-like of int
             One variable per unary part of the structure, in the order of its
             flat encoding (``structure.encode(*potentials).eta_u``); e.g. for
@@ -391,7 +393,8 @@ class FactorGraph:
             raise ValueError(
                 f"add_structure: {type(structure).__name__} has no compiled MAP oracle "
                 "(Structure.compiled_oracle), which the factor-graph solvers run on; "
-                "DependencyTree and Sequence have one. A one-of-K choice is add_xor, "
+                "DependencyTree, Sequence, HeadAutomaton and GrandparentHeadAutomaton "
+                "have one. A one-of-K choice is add_xor, "
                 "at most one is add_at_most_one, and a small structure can be listed "
                 "with add_dense.")
         n_v = parts.eta_v.shape[0]

@@ -23,11 +23,12 @@ computes what it needs from them (inner products, the posterior) over their
 nonzeros: a tree on ``n`` words costs ``O(n)``, not ``O(n^2)``, and a result
 keeps its support as a ``scipy.sparse`` matrix. For structures with a
 compiled oracle (:meth:`~sksparse_struct.structures.Structure.compiled_oracle`:
-:class:`~sksparse_struct.structures.DependencyTree` and
-:class:`~sksparse_struct.structures.Sequence`), without a warm start, the whole
-active-set loop runs in one compiled call (``active_set_tree`` with
-Chu-Liu-Edmonds, ``active_set_projective_tree`` with Eisner,
-``active_set_sequence`` with Viterbi as the oracle), taking
+:class:`~sksparse_struct.structures.DependencyTree`,
+:class:`~sksparse_struct.structures.Sequence` and the head automata), without
+a warm start, the whole active-set loop runs in one compiled call
+(``active_set_tree`` with Chu-Liu-Edmonds, ``active_set_projective_tree`` with
+Eisner, ``active_set_sequence`` and ``active_set_head_automaton`` with Viterbi
+as the oracle), taking
 the same steps as the Python loop and giving bit-identical results; the
 Python loop stays the generic reference.
 The conditional-gradient variants (App. B.1) are slower references, in NumPy.
@@ -41,7 +42,8 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from ..structures import Parts, Structure
-from ..structures._base import ORACLE_PROJECTIVE_TREE, ORACLE_SEQUENCE
+from ..structures._base import ORACLE_HEAD_AUTOMATON, ORACLE_PROJECTIVE_TREE, ORACLE_SEQUENCE
+from ..structures._head_automaton import automaton_values, no_automaton_error
 from ..structures._projective import no_projective_tree_error
 from ..structures._sequence import kernel_inputs as sequence_kernel_inputs
 from ..structures._sequence import raise_infeasible as raise_no_sequence
@@ -51,6 +53,7 @@ from ..utils._validation import check_positive_scalar
 from ._sparsemap_fast import (
     SPARSEMAP_OPTIONS,
     SparseMAPOptions,
+    active_set_head_automaton,
     active_set_projective_tree,
     active_set_sequence,
     active_set_tree,
@@ -584,8 +587,8 @@ def _solve_compiled(structure, parts, spec, max_iter, tol, dependent_tol):
     reference, and serves warm starts); the per-iteration Python calls cost
     more than the oracle on trees of tens of words. Trees run
     Chu-Liu-Edmonds or Eisner (``active_set_tree``,
-    ``active_set_projective_tree``), sequences Viterbi
-    (``active_set_sequence``).
+    ``active_set_projective_tree``), sequences and head automata Viterbi
+    (``active_set_sequence``, ``active_set_head_automaton``).
     """
     if spec.kind == ORACLE_SEQUENCE:
         unary, trans = sequence_kernel_inputs(parts, parts.eta_u, parts.eta_v)
@@ -593,6 +596,13 @@ def _solve_compiled(structure, parts, spec, max_iter, tol, dependent_tol):
             active_set_sequence(unary, trans, max_iter, tol, dependent_tol))
         if status == 1:
             raise_no_sequence(unary, trans)
+    elif spec.kind == ORACLE_HEAD_AUTOMATON:
+        IDX, VAL, nnz, N, rows, theta, p, k, n_iter, gap, converged, status = (
+            active_set_head_automaton(parts.eta_u, parts.eta_v, spec.n, spec.K, max_iter, tol,
+                                      dependent_tol))
+        if status == 1:
+            raise no_automaton_error(structure, parts, parts.eta_u, parts.eta_v)
+        values = automaton_values(rows, k, spec.K > 0)
     else:
         projective = spec.kind == ORACLE_PROJECTIVE_TREE
         kernel = active_set_projective_tree if projective else active_set_tree
@@ -1042,8 +1052,10 @@ def _solve(structure, parts, method, options, init, caller):
     spec = _compiled_oracle(structure, parts, method, init)
     if spec is not None:
         if max_iter is None:
-            # a tree uses n arcs, a sequence one label per position
-            max_iter = _active_set_max_iter(spec.n)
+            # a tree uses n arcs, a sequence one label per position, a head
+            # automaton at most n + 1 parts (its incoming arc and n modifiers)
+            width = spec.n + 1 if spec.kind == ORACLE_HEAD_AUTOMATON else spec.n
+            max_iter = _active_set_max_iter(width)
         support, n_iter, gap, converged = _solve_compiled(
             structure, parts, spec, max_iter, tol, dependent_tol
         )

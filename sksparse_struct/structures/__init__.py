@@ -7,6 +7,7 @@ for how to add your own), which is all that SparseMAP
 
 from ._base import CompiledOracle, Parts, Structure, UnaryStructure
 from ._budget import Budget
+from ._head_automaton import GrandparentHeadAutomaton, HeadAutomaton
 from ._matching import Matching
 from ._sequence import Sequence
 from ._tree import DependencyTree
@@ -16,6 +17,8 @@ __all__ = [
     "Budget",
     "CompiledOracle",
     "DependencyTree",
+    "GrandparentHeadAutomaton",
+    "HeadAutomaton",
     "Matching",
     "Parts",
     "Sequence",
