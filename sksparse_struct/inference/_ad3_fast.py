@@ -570,11 +570,18 @@ def structure_factor(op, st, work, j, off, x, n, fs, add, inv_rho):
                        ws[19], ws[20], ws[21], ws[22], ws[23]):
             return -np.inf
         return masked_dot(eu, m) + masked_dot(ev, nv)
-    # CHECK: the best structure using only the parts that are on must use all of them.
-    for i in range(n):
-        eu[i] = fixed_u[i] if x[i] == 1.0 else -np.inf
+    # CHECK: the best structure using only the parts that are on, each worth
+    # more than all the higher-order scores together, must use all of them
+    # (structures whose parts come in subsets, e.g. a head automaton's
+    # modifiers, could otherwise prefer fewer of them).
+    big = 1.0
     for a in range(n_v):
         ev[a] = fixed_v[a] + fs[off + a]
+        if np.isfinite(ev[a]):
+            big += abs(ev[a])
+    big *= 2.0
+    for i in range(n):
+        eu[i] = big if x[i] == 1.0 and fixed_u[i] > -np.inf else -np.inf
     if not oracle_any(kind, eu, ev, size, K, root, row, m, nv, ws[15], ws[16], ws[17], ws[18],
                    ws[19], ws[20], ws[21], ws[22], ws[23]):
         return -np.inf
