@@ -1,0 +1,345 @@
+"""The factor graph of a second-order (siblings, grandparents) dependency parse.
+
+A sentence of ``n`` words (tokens ``0..n``, 0 the root) becomes a factor
+graph over binary arc variables (Martins et al. 2013; Koo et al. 2010):
+
+- one variable per arc ``h -> m`` (``m >= 1``, ``h != m``), numbered as the
+  unary parts of :class:`~sksparse_struct.structures.DependencyTree`
+  (modifier-major: :func:`arc_variable`). Every arc has a variable, pruned
+  ones included, so that the tree factor sees the whole arc set; a pruned
+  arc is forbidden (``-inf``) in the tree factor and in no other factor,
+  so its marginal is 0 and it costs one copy per iteration.
+- a tree factor (``DependencyTree``: Chu-Liu-Edmonds or Eisner) over all
+  the arcs;
+- per head ``h >= 1`` and side (left, right), a
+  :class:`~sksparse_struct.structures.GrandparentHeadAutomaton` over the
+  candidate arcs into ``h`` (its grandparents ``g -> h``) and out of ``h``
+  on that side, in outward order. It owns that side's consecutive-sibling
+  parts and the grandparent parts ``(g, h, m)`` with ``m`` on that side.
+  Without grandparent parts it is a plain
+  :class:`~sksparse_struct.structures.HeadAutomaton`;
+- for the root, a :class:`~sksparse_struct.structures.HeadAutomaton` over
+  its right side (its left side is always empty: the one part ``(0, 0,
+  -1)`` is a constant, left out, as is any side whose automaton has no
+  variable at all).
+
+Sibling and grandparent parts are not variables but the automata's
+higher-order parts: their scores go in ``factor_scores`` and their
+posteriors come back there.
+
+**Part conventions.** A consecutive-sibling part is a row ``(h, m, s)``:
+``m == h`` means START (``s`` is the first, closest, dependent of ``h`` on
+its side), ``s == n + 1`` means STOP on the right side and ``s == -1`` STOP
+on the left side; otherwise ``m`` and ``s`` are consecutive dependents of
+``h`` on one side, ``s`` further from ``h``. An empty side activates ``(h,
+h, n + 1)`` or ``(h, h, -1)``. A part for every ordered pair of candidate
+modifiers of a side exists; whether two dependents are consecutive is the
+automaton's business. A grandparent part is ``(g, h, m)``: arcs ``g -> h``
+and ``h -> m``, ``h >= 1`` (``g == m`` included: a two-cycle no tree holds,
+which only the tree factor excludes).
+"""
+
+import numpy as np
+
+from ..inference import FactorGraph, ad3, ad3_map
+from ..inference._ad3 import check_graph_scores, evaluate
+from ..structures import DependencyTree, GrandparentHeadAutomaton, HeadAutomaton
+from ..structures._tree import arc_index
+
+__all__ = ["CERTIFIED", "BRANCH_AND_BOUND", "ROUNDED", "SecondOrderGraph", "arc_variable",
+           "build_graph", "decode_graph", "tree_parts"]
+
+# How a parse was decoded (``decode_graph``).
+CERTIFIED = 0  # the LP's dual bound certifies the rounded tree as the exact MAP
+BRANCH_AND_BOUND = 1  # the LP was not tight; branch-and-bound proved the MAP
+ROUNDED = 2  # neither within the limits: the best tree found (maybe not the MAP)
+
+
+def arc_variable(h, m, n):
+    """Variable (and ``DependencyTree`` unary part) of the arc ``h -> m``."""
+    return (m - 1) * n + (h if h < m else h - 1)
+
+
+def _side_modifiers(candidates, h, n, right):
+    """Candidate modifiers of ``h`` on one side, outward (closest first)."""
+    if right:
+        return np.flatnonzero(candidates[h, h + 1:n + 1]) + h + 1
+    return (np.flatnonzero(candidates[h, 1:h]) + 1)[::-1]
+
+
+class SecondOrderGraph:
+    """A sentence's second-order factor graph and the layout of its parts.
+
+    Built by :func:`build_graph`.
+
+    Attributes
+    ----------
+    n : int
+        Words.
+    candidates : ndarray of shape (n + 1, n + 1), bool
+        The candidate arcs (``candidates[h, m]``).
+    graph : FactorGraph
+        Variables: the ``n * n`` arcs (:func:`arc_variable`).
+    siblings : ndarray of shape (n_siblings, 3), int64
+        The sibling parts ``(h, m, s)`` (module docstring); empty without
+        sibling parts.
+    sibling_slots : ndarray of shape (n_siblings,), int64
+        Their positions in ``factor_scores``.
+    grandparents : ndarray of shape (n_grandparents, 3), int64
+        The grandparent parts ``(g, h, m)``; empty without them.
+    grandparent_slots : ndarray of shape (n_grandparents,), int64
+        Their positions in ``factor_scores``.
+    """
+
+    def __init__(self, n, candidates, graph, siblings, sibling_slots, grandparents,
+                 grandparent_slots):
+        self.n = n
+        self.candidates = candidates
+        self.graph = graph
+        self.siblings = siblings
+        self.sibling_slots = sibling_slots
+        self.grandparents = grandparents
+        self.grandparent_slots = grandparent_slots
+        self._sibling_index = None
+        self._grandparent_index = None
+
+    @property
+    def n_variables(self):
+        return self.graph.n_variables
+
+    @property
+    def n_factor_scores(self):
+        return self.graph.n_factor_scores
+
+    def factor_scores(self, sibling_scores=None, grandparent_scores=None):
+        """The graph's ``factor_scores`` from the parts' scores (zeros where not given)."""
+        phi = np.zeros(self.n_factor_scores)
+        if sibling_scores is not None:
+            phi[self.sibling_slots] = sibling_scores
+        if grandparent_scores is not None:
+            phi[self.grandparent_slots] = grandparent_scores
+        return phi
+
+    def variable_scores(self, arc_scores):
+        """The arc variables' scores from an ``(n + 1, n + 1)`` arc score matrix.
+
+        Pruned arcs get 0 (the tree factor forbids them).
+        """
+        n = self.n
+        theta = np.zeros(n * n)
+        heads, mods = arc_index(n)
+        theta[:] = np.where(self.candidates[heads, mods], arc_scores[heads, mods], 0.0)
+        return theta
+
+    def arc_matrix(self, u):
+        """Arc marginals ``u`` (per variable) as an ``(n + 1, n + 1)`` matrix."""
+        n = self.n
+        out = np.zeros((n + 1, n + 1))
+        heads, mods = arc_index(n)
+        out[heads, mods] = u
+        return out
+
+    def gold(self, heads):
+        """Indicators ``(y_u, y_v)`` of the tree ``heads`` (length ``n + 1``).
+
+        ``y_u`` over the arc variables, ``y_v`` over ``factor_scores`` (its
+        active sibling and grandparent parts). Parts of the tree that are
+        not in the graph (a gold arc pruned away) are left out.
+        """
+        n = self.n
+        heads = np.asarray(heads, dtype=np.int64)
+        y_u = np.zeros(n * n)
+        for m in range(1, n + 1):
+            y_u[arc_variable(heads[m], m, n)] = 1.0
+        y_v = np.zeros(self.n_factor_scores)
+        sib, gp = tree_parts(heads)
+        if self.siblings.shape[0]:
+            if self._sibling_index is None:
+                self._sibling_index = {tuple(r): s for r, s in
+                                       zip(self.siblings.tolist(), self.sibling_slots.tolist())}
+            for r in sib.tolist():
+                slot = self._sibling_index.get(tuple(r))
+                if slot is not None:
+                    y_v[slot] = 1.0
+        if self.grandparents.shape[0]:
+            if self._grandparent_index is None:
+                self._grandparent_index = {
+                    tuple(r): s for r, s in
+                    zip(self.grandparents.tolist(), self.grandparent_slots.tolist())}
+            for r in gp.tolist():
+                slot = self._grandparent_index.get(tuple(r))
+                if slot is not None:
+                    y_v[slot] = 1.0
+        return y_u, y_v
+
+
+def tree_parts(heads):
+    """Sibling and grandparent parts active in the tree ``heads`` (length ``n + 1``).
+
+    Returns ``(siblings, grandparents)``, int64 arrays of rows ``(h, m, s)``
+    and ``(g, h, m)`` (module docstring): per head and side, one sibling
+    part more than the side has dependents (the root's left side
+    included); one grandparent part per arc out of a word.
+    """
+    heads = np.asarray(heads, dtype=np.int64)
+    n = heads.shape[0] - 1
+    deps = [[] for _ in range(n + 1)]
+    for m in range(1, n + 1):
+        deps[heads[m]].append(m)
+    sib = []
+    gp = []
+    for h in range(n + 1):
+        right = [m for m in deps[h] if m > h]
+        left = sorted((m for m in deps[h] if m < h), reverse=True)
+        for side, stop in ((right, n + 1), (left, -1)):
+            prev = h
+            for m in side:
+                sib.append((h, prev, m))
+                prev = m
+            sib.append((h, prev, stop))
+        if h >= 1:
+            for m in deps[h]:
+                gp.append((heads[h], h, m))
+    return (np.array(sib, dtype=np.int64).reshape(-1, 3),
+            np.array(gp, dtype=np.int64).reshape(-1, 3))
+
+
+def build_graph(n, candidates, *, siblings=True, grandparents=True, projective=False,
+                single_root=True):
+    """The second-order factor graph of a sentence of ``n`` words.
+
+    Parameters
+    ----------
+    n : int
+        Words (at least 1).
+    candidates : ndarray of shape (n + 1, n + 1), bool
+        Candidate arcs ``candidates[h, m]``; at least one tree must use only
+        candidates (column 0 and the diagonal are ignored).
+    siblings, grandparents : bool, default=True
+        Which second-order parts the graph has.
+    projective, single_root : bool
+        The tree factor's kind.
+
+    Returns
+    -------
+    SecondOrderGraph
+    """
+    candidates = np.array(candidates, dtype=bool)
+    candidates[:, 0] = False
+    np.fill_diagonal(candidates, False)
+    fg = FactorGraph(n * n)
+    tree_scores = np.where(candidates, 0.0, -np.inf)
+    fg.add_structure(DependencyTree(projective=projective, single_root=single_root),
+                     np.arange(n * n), tree_scores)
+    sib_rows, sib_slots, gp_rows, gp_slots = [], [], [], []
+    if not (siblings or grandparents):
+        none, no_slots = np.zeros((0, 3), dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return SecondOrderGraph(n, candidates, fg, none, no_slots, none, no_slots)
+    head_automaton = HeadAutomaton()
+    grand_automaton = GrandparentHeadAutomaton()
+    for h in range(n + 1):
+        incoming = np.flatnonzero(candidates[:, h]) if (h >= 1 and grandparents) else None
+        if h >= 1 and grandparents and incoming.shape[0] == 0:
+            raise ValueError(f"word {h} has no candidate head.")
+        for right in (True, False):
+            if h == 0 and not right:
+                continue  # the root's left side is always empty: a constant
+            mods = _side_modifiers(candidates, h, n, right)
+            L = mods.shape[0]
+            if incoming is None and L == 0:
+                # A side with no candidate modifier and no grandparents: its
+                # one structure (the empty side) is a constant.
+                continue
+            if not siblings and (incoming is None or L == 0):
+                # Grandparent parts only: a side without modifiers, or the
+                # root, has none; nothing to score.
+                continue
+            out_vars = [arc_variable(h, m, n) for m in mods]
+            sib_matrix = np.zeros((L + 2, L + 2))
+            if incoming is None:
+                offset = fg.add_structure(head_automaton, out_vars, np.zeros(L), sib_matrix)
+            else:
+                G = incoming.shape[0]
+                in_vars = [arc_variable(g, h, n) for g in incoming]
+                offset = fg.add_structure(grand_automaton, in_vars + out_vars, np.zeros(G),
+                                          np.zeros(L), sib_matrix, np.zeros((G, L)))
+            n_sib = (L + 1) * (L + 2) // 2
+            if siblings:
+                stop = n + 1 if right else -1
+                tokens = np.concatenate([[h], mods, [stop]])
+                j, k = np.triu_indices(L + 2, 1)
+                sib_rows.append(np.stack([np.full(j.shape[0], h), tokens[j], tokens[k]], axis=1))
+                sib_slots.append(offset + np.arange(n_sib))
+            if incoming is not None and L:
+                g_idx, m_idx = np.divmod(np.arange(incoming.shape[0] * L), L)
+                gp_rows.append(np.stack([incoming[g_idx], np.full(g_idx.shape[0], h),
+                                         mods[m_idx]], axis=1))
+                gp_slots.append(offset + n_sib + np.arange(g_idx.shape[0]))
+
+    def cat(parts, width):
+        if not parts:
+            return np.zeros((0, width) if width else 0, dtype=np.int64)
+        return np.ascontiguousarray(np.concatenate(parts).astype(np.int64))
+
+    return SecondOrderGraph(n, candidates, fg, cat(sib_rows, 3), cat(sib_slots, 0),
+                            cat(gp_rows, 3), cat(gp_slots, 0))
+
+
+def _heads_of(x, n):
+    """Heads (length ``n + 1``, ``heads[0] = -1``) of a 0/1 assignment of the arcs."""
+    heads, mods = arc_index(n)
+    out = np.full(n + 1, -1, dtype=np.int64)
+    on = np.flatnonzero(x > 0.5)
+    out[mods[on]] = heads[on]
+    return out
+
+
+def _assignment(heads, n):
+    x = np.zeros(n * n)
+    for m in range(1, n + 1):
+        x[arc_variable(heads[m], m, n)] = 1.0
+    return x
+
+
+def decode_graph(sog, theta, phi, *, projective, single_root, eta=1.0, max_iter=500, tol=1e-4,
+                 gap_tol=1e-9, max_nodes=16, warm_start=None):
+    """The highest-scoring tree of a second-order graph, with how it was found.
+
+    AD3 solves the LP relaxation; the tree that the tree factor's oracle
+    finds on the arc marginals (TurboParser's rounding) is certified as
+    the exact MAP when its score reaches the LP's dual bound (within
+    ``gap_tol``, relative). Otherwise branch-and-bound (:func:`ad3_map`, at
+    most ``max_nodes`` nodes) looks for the proven MAP; failing that, the
+    best of the rounded tree and branch-and-bound's incumbent is returned.
+
+    Returns
+    -------
+    heads : ndarray of shape (n + 1,), int64
+    status : int
+        ``CERTIFIED``, ``BRANCH_AND_BOUND`` or ``ROUNDED``.
+    result : AD3Result
+        The root LP's solution (its ``n_iter``, ``converged``).
+    """
+    n = sog.n
+    result = ad3(sog.graph, theta, phi, eta=eta, max_iter=max_iter, tol=tol,
+                 warm_start=warm_start)
+    scores = np.full((n + 1, n + 1), -np.inf)
+    scores[sog.candidates] = 0.0
+    scores += sog.arc_matrix(result.variables)
+    tree = DependencyTree(projective=projective, single_root=single_root)
+    heads = np.asarray(tree.map(scores), dtype=np.int64)
+    cg, th, fs = check_graph_scores(sog.graph, theta, phi, "decode_graph")
+    feasible, value, _ = evaluate(cg, th, fs, _assignment(heads, n).astype(np.int64))
+    if feasible and result.dual - value <= gap_tol * max(1.0, abs(value)):
+        return heads, CERTIFIED, result
+    try:
+        exact = ad3_map(sog.graph, theta, phi, max_nodes=max_nodes, eta=eta, max_iter=max_iter,
+                        tol=tol)
+    except ValueError:
+        # No assignment found within max_nodes.
+        return heads, ROUNDED, result
+    if exact.optimal:
+        return _heads_of(exact.variables, n), BRANCH_AND_BOUND, result
+    if exact.objective > value:
+        heads = _heads_of(exact.variables, n)
+    return heads, ROUNDED, result
