@@ -1,4 +1,4 @@
-"""First-order dependency parser trained with SparseMAP, CRF, hinge or perceptron losses."""
+"""Dependency parsing, first and second order, with SparseMAP, CRF, hinge or perceptron losses."""
 
 import warnings
 from numbers import Integral, Real
@@ -14,7 +14,8 @@ from ..feature_extraction import ARC_PRESETS, ArcFeatures, EncodedSentence
 from ..inference import sparsemap
 from ..learners import minimize_online
 from ..inference._sparsemap_fast import SPARSEMAP_OPTIONS
-from ..losses._kinds_fast import LOSS_KINDS, PERCEPTRON, STRUCTURED_LOSSES
+from ..feature_extraction._part_features_fast import TAGS_BOTH
+from ..losses._kinds_fast import CRF, LOSS_KINDS, PERCEPTRON, STRUCTURED_LOSSES
 from ..metrics import uas_score
 from ..structures import DependencyTree
 from ..structures._tree_fast import lift_to_projective
@@ -24,12 +25,24 @@ from ..utils._sklearn_compat import Interval, StrOptions, fit_context
 from . import _arc_filter_fast
 from ._parser_fast import ArcModel, TrainingOptions, score_sentence
 from ._problem import ParsingProblem, decode, stack_sentences
+from ._pruning import pruning_report
+from ._second_order import BRANCH_AND_BOUND, CERTIFIED, ROUNDED
+from ._second_order_problem import (
+    SecondOrderOptions,
+    SecondOrderProblem,
+    candidate_graphs,
+    decode_second_order,
+    sparse_second_order,
+)
 
 __all__ = ["SparseMAPParser"]
 
 # A mini-batch is cut into this many parts, each with its own gradient
 # buffer, merged in order: results do not depend on the number of threads.
 _BATCH_PARTS = 2
+# The parts a parser may score: arcs always, siblings and grandparents for a
+# second-order parser.
+PARTS = ("arc", "sibling", "grandparent")
 # The token fields ArcFeatures reads besides the form.
 _TOKEN_FIELDS = ("lemma", "upos", "xpos", "feats")
 
@@ -59,7 +72,7 @@ def _given_fields(X):
 
 
 class SparseMAPParser(BaseEstimator):
-    """First-order dependency parser with SparseMAP, CRF, hinge or perceptron losses.
+    """Dependency parser with SparseMAP, CRF, hinge or perceptron losses.
 
     Every arc ``h -> m`` gets a linear score ``w . f(x, h, m)`` over hashed
     arc features (:class:`~sksparse_struct.feature_extraction.ArcFeatures`);
@@ -164,6 +177,28 @@ class SparseMAPParser(BaseEstimator):
         training as in prediction, ``max(1000, 10 n)`` for a sentence of
         ``n`` words (the support of a long sentence can hold hundreds of
         trees, and each iteration adds at most one).
+    parts : tuple of str, default=("arc",)
+        The parts scored: ``("arc",)``, a first-order parser; ``("arc",
+        "sibling", "grandparent")``, the second-order "standard" model
+        (consecutive siblings and grandparents, Martins et al. 2013), or
+        one of the two second-order kinds with the arcs. A second-order
+        parser prunes the candidate arcs with a first-order CRF parser,
+        decodes each sentence's factor graph (a tree factor and head
+        automata) with AD3 and trains with the relaxation (LP-MAP for the
+        hinge and the perceptron, LP-SparseMAP for the SparseMAP losses;
+        not ``"crf"``). See the :ref:`User Guide <second-order-parsing>`.
+    pruner_max_heads : int, default=10
+        Second order: candidate heads kept per word by the pruner.
+    pruner_threshold : float, default=1e-4
+        Second order: a head is kept only if its posterior under the pruner
+        is at least this fraction of the word's best head's.
+    pruner_max_iter : int, default=5
+        Second order: epochs of the pruner's training.
+    lp_max_iter : int, default=500
+        Second order: AD3 iterations per sentence, in training and in
+        decoding.
+    lp_tol : float, default=1e-4
+        Second order: AD3's tolerance on its residuals.
     warm_start : bool, default=False
         Start from the weights of the previous fit (same features and
         labels required); the AdaGrad state starts afresh.
@@ -214,6 +249,20 @@ class SparseMAPParser(BaseEstimator):
     arc_filter_kept_ : float or None
         With ``arc_filter="tags"``: the fraction of the training sentences'
         candidate arcs the filter keeps.
+    pruner_ : SparseMAPParser or None
+        Second order: the fitted first-order CRF parser whose arc posteriors
+        prune the candidate arcs (None for a first-order parser).
+    pruning_report_ : PruningReport
+        Second order: what the pruner kept on the training sentences (gold
+        arcs kept, recall before that, candidate heads per word, parts).
+    n_lp_not_converged_ : int
+        Second order: training solves (one per sentence and epoch) that
+        stopped at ``lp_max_iter`` iterations.
+    decoding_counts_ : dict
+        Second order, set by every :meth:`predict`: how many sentences were
+        decoded ``"certified"`` (the relaxation's tree is provably the best),
+        by ``"branch_and_bound"`` or ``"rounded"``, and on how many AD3
+        reached ``lp_max_iter`` (``"lp_not_converged"``).
     token_fields_ : tuple of str or None
         The token fields among ``"lemma"``, ``"upos"``, ``"xpos"`` and
         ``"feats"`` that the training sentences give (for some word: a value
@@ -273,6 +322,12 @@ class SparseMAPParser(BaseEstimator):
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "sparsemap_max_iter": [None, Interval(Integral, 1, None, closed="left")],
+        "parts": [tuple, list],
+        "pruner_max_heads": [Interval(Integral, 1, None, closed="left")],
+        "pruner_threshold": [Interval(Real, 0, 1, closed="left")],
+        "pruner_max_iter": [Interval(Integral, 1, None, closed="left")],
+        "lp_max_iter": [Interval(Integral, 1, None, closed="left")],
+        "lp_tol": [Interval(Real, 0, None, closed="neither")],
         "warm_start": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -297,6 +352,12 @@ class SparseMAPParser(BaseEstimator):
         validation_fraction=0.1,
         n_iter_no_change=3,
         sparsemap_max_iter=None,
+        parts=("arc",),
+        pruner_max_heads=10,
+        pruner_threshold=1e-4,
+        pruner_max_iter=5,
+        lp_max_iter=500,
+        lp_tol=1e-4,
         warm_start=False,
         random_state=None,
         verbose=0,
@@ -317,6 +378,12 @@ class SparseMAPParser(BaseEstimator):
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.sparsemap_max_iter = sparsemap_max_iter
+        self.parts = parts
+        self.pruner_max_heads = pruner_max_heads
+        self.pruner_threshold = pruner_threshold
+        self.pruner_max_iter = pruner_max_iter
+        self.lp_max_iter = lp_max_iter
+        self.lp_tol = lp_tol
         self.warm_start = warm_start
         self.random_state = random_state
         self.verbose = verbose
@@ -337,7 +404,7 @@ class SparseMAPParser(BaseEstimator):
         return ArcFeatures(preset=self.features)
 
     def _encode(self, X, fitted):
-        """Encoded sentences, with their preset and number of features."""
+        """``(treebank, lengths, preset, n_features, encoded sentences)`` of ``X``."""
         if isinstance(X, (str, bytes)) or not hasattr(X, "__len__"):
             raise ValueError(
                 "X must be a list of sentences (lists of token dicts, as "
@@ -376,7 +443,7 @@ class SparseMAPParser(BaseEstimator):
                 f"n_features={self.n_features_}."
             )
         treebank, lengths = stack_sentences(encoded)
-        return treebank, lengths, preset, n_features
+        return treebank, lengths, preset, n_features, encoded
 
     def _check_token_fields(self, X):
         """Warn when X lacks token fields the parser was trained with."""
@@ -481,7 +548,8 @@ class SparseMAPParser(BaseEstimator):
         self : SparseMAPParser
         """
         warm = self.warm_start and hasattr(self, "coef_")
-        treebank, lengths, preset, n_features = self._encode(X, fitted=False)
+        second_order = self._second_order_parts()
+        treebank, lengths, preset, n_features, encoded = self._encode(X, fitted=False)
         self.token_fields_ = _given_fields(X)
         if warm and (preset, n_features) != (self.preset_, self.n_features_):
             raise ValueError(
@@ -504,8 +572,13 @@ class SparseMAPParser(BaseEstimator):
         treebank = treebank._replace(heads=target, labels=gold_labels)
         self.preset_, self.n_features_, self.classes_ = preset, n_features, classes
         keys = self._fit_arc_filter(treebank, train_ids, warm)
-        problem = ParsingProblem(treebank, lengths, gold, self._arc_model(keys),
-                                 self._training_options(rng), n_features, self._n_threads())
+        if second_order is None:
+            self.pruner_ = None
+            problem = ParsingProblem(treebank, lengths, gold, self._arc_model(keys),
+                                     self._training_options(rng), n_features, self._n_threads())
+        else:
+            problem = self._second_order_problem(encoded, treebank, lengths, gold,
+                                                 self._arc_model(keys), train_ids, rng)
         perceptron = LOSS_KINDS[self.loss] == PERCEPTRON
         progress = Progress(self, self.verbose, "epoch", self.max_iter)
         result = minimize_online(
@@ -525,9 +598,77 @@ class SparseMAPParser(BaseEstimator):
                                   if classes is not None]
         self.validation_scores_ = list(result.validation_scores)
         self.best_validation_score_ = result.best_validation_score
-        self.n_sparsemap_not_converged_ = int(sum(stats[2] for stats in result.stats))
+        n_unconverged = int(sum(stats[2] for stats in result.stats))
+        self.n_sparsemap_not_converged_ = 0 if second_order else n_unconverged
+        self.n_lp_not_converged_ = n_unconverged if second_order else 0
         self._warn_convergence(result, n_train)
         return self
+
+    # --- second order ---------------------------------------------------------
+
+    def _second_order_parts(self):
+        """``(siblings, grandparents)`` flags, or None for a first-order parser."""
+        parts = self.parts
+        if isinstance(parts, str) or not all(isinstance(p, str) for p in parts):
+            raise ValueError(
+                f"parts must be a tuple of part names among {PARTS}, got {parts!r}.")
+        unknown = [p for p in parts if p not in PARTS]
+        if unknown or "arc" not in parts or len(set(parts)) != len(parts):
+            raise ValueError(
+                f"parts must name each of its parts once, among {PARTS}, 'arc' included "
+                f"(e.g. ('arc', 'sibling', 'grandparent')); got {tuple(parts)!r}.")
+        siblings, grandparents = "sibling" in parts, "grandparent" in parts
+        if not (siblings or grandparents):
+            return None
+        if LOSS_KINDS[self.loss] == CRF:
+            raise ValueError(
+                "loss='crf' needs the marginals of the parts, which are intractable with "
+                f"second-order parts (parts={tuple(parts)!r}); use 'sparsemap', "
+                "'margin_sparsemap', 'hinge' or 'perceptron'.")
+        return siblings, grandparents
+
+    def _second_order_options(self):
+        return SecondOrderOptions(tags=TAGS_BOTH, eta=1.0, max_iter=int(self.lp_max_iter),
+                                  tol=float(self.lp_tol), max_nodes=16)
+
+    def _pruner(self, random_state):
+        """The first-order parser whose arc posteriors prune the candidate arcs."""
+        return SparseMAPParser(
+            "crf", projective=self.projective, single_root=self.single_root,
+            alpha=self.alpha, learning_rate=self.learning_rate, batch_size=self.batch_size,
+            max_iter=self.pruner_max_iter, tol=None, random_state=random_state,
+            n_jobs=self.n_jobs)
+
+    def _graphs(self, encoded, lengths, gold_heads=None):
+        """The pruned second-order graphs of the sentences (gold arcs kept if given)."""
+        siblings, grandparents = self._second_order_parts()
+        return candidate_graphs(
+            self.pruner_, encoded, lengths, max_heads=self.pruner_max_heads,
+            threshold=self.pruner_threshold, projective=bool(self.projective),
+            single_root=bool(self.single_root), siblings=siblings, grandparents=grandparents,
+            gold_heads=gold_heads)
+
+    def _second_order_problem(self, encoded, treebank, lengths, gold, model, train_ids, rng):
+        """Fit the pruner, build the training graphs: the online problem."""
+        offsets = treebank.offsets
+        n_sent = len(lengths)
+        gold_lists = [gold[offsets[s] + 1:offsets[s + 1]] for s in range(n_sent)]
+        self.pruner_ = self._pruner(rng.randint(np.iinfo(np.int32).max)).fit(
+            [encoded[s] for s in train_ids], [gold_lists[s] for s in train_ids])
+        # Training sentences keep their (lifted) gold arcs; validation ones
+        # are pruned as at test time.
+        in_train = np.zeros(n_sent, dtype=bool)
+        in_train[train_ids] = True
+        targets = [treebank.heads[offsets[s]:offsets[s + 1]] if in_train[s] else None
+                   for s in range(n_sent)]
+        graphs, masks = self._graphs(encoded, lengths, targets)
+        self.pruning_report_ = pruning_report(
+            [masks[s] for s in train_ids],
+            [np.concatenate([[-1], gold_lists[s]]) for s in train_ids])
+        kind = LOSS_KINDS[self.loss]
+        return SecondOrderProblem(
+            treebank, gold, graphs, model, self._second_order_options(), kind,
+            0.0 if kind == PERCEPTRON else 1.0, int(model.mask) + 1, self._n_threads())
 
     def _warn_convergence(self, result, n_train):
         """The fit's warnings: max_iter reached first, SparseMAP solves unconverged."""
@@ -679,15 +820,38 @@ class SparseMAPParser(BaseEstimator):
                 "return_deprel=True needs a parser fitted with relation labels: "
                 "fit it with y as (heads, deprels) pairs."
             )
-        treebank, lengths, _, _ = self._encode(X, fitted=True)
+        treebank, lengths, _, _, encoded = self._encode(X, fitted=True)
         model = self._arc_model(getattr(self, "arc_filter_keys_", None))
-        heads, labels = decode(treebank, model, self.coef_, np.arange(len(lengths)),
-                               self._n_threads())
+        if getattr(self, "pruner_", None) is None:
+            heads, labels = decode(treebank, model, self.coef_, np.arange(len(lengths)),
+                                   self._n_threads())
+        else:
+            heads, labels = self._decode_second_order(treebank, lengths, encoded, model)
         if labels is not None:
             labels = [self.classes_[codes].tolist() for codes in labels]
         if return_deprel:
             return heads, labels
         return heads
+
+    def _decode_second_order(self, treebank, lengths, encoded, model):
+        """Heads and labels by AD3 on the pruned graphs; the decoding counts updated."""
+        graphs, _ = self._graphs(encoded, lengths)
+        heads, labels, statuses, _, unconverged = decode_second_order(
+            treebank, model, self._second_order_options(), graphs, self.coef_,
+            np.arange(len(lengths)), self._n_threads())
+        self.decoding_counts_ = {
+            "certified": int(np.sum(statuses == CERTIFIED)),
+            "branch_and_bound": int(np.sum(statuses == BRANCH_AND_BOUND)),
+            "rounded": int(np.sum(statuses == ROUNDED)),
+            "lp_not_converged": int(np.sum(unconverged)),
+        }
+        if self.decoding_counts_["lp_not_converged"]:
+            warn(f"SparseMAPParser: AD3 did not converge in lp_max_iter={self.lp_max_iter} "
+                 f"iterations on {self.decoding_counts_['lp_not_converged']} of {len(lengths)} "
+                 "sentences; their trees are still valid (certified, found by "
+                 "branch-and-bound or rounded: see decoding_counts_). Increase lp_max_iter "
+                 "or lp_tol.", ConvergenceWarning)
+        return heads, labels
 
     def decision_function(self, X):
         """Arc scores of every sentence.
@@ -705,7 +869,7 @@ class SparseMAPParser(BaseEstimator):
             :class:`~sksparse_struct.structures.DependencyTree` takes them.
         """
         check_is_fitted(self, "coef_")
-        treebank, lengths, _, _ = self._encode(X, fitted=True)
+        treebank, lengths, _, _, encoded = self._encode(X, fitted=True)
         model = self._arc_model(getattr(self, "arc_filter_keys_", None))
         return [score_sentence(treebank, model, np.int64(s), self.coef_)
                 for s in range(len(lengths))]
@@ -738,7 +902,14 @@ class SparseMAPParser(BaseEstimator):
         return [structure.marginals(S)[0] for S in self.decision_function(X)]
 
     def _sparsemap_all(self, X):
-        """SparseMAP on the arc scores of every sentence, with one warning for all."""
+        """SparseMAP on the arc scores of every sentence, with one warning for all.
+
+        For a second-order parser, LP-SparseMAP on every sentence's graph:
+        its tree factor's distribution, with the arc marginals as
+        ``marginals``.
+        """
+        if getattr(self, "pruner_", None) is not None:
+            return self._lp_sparsemap_all(X)
         scores = self.decision_function(X)
         structure = self._structure()
         options = self._sparsemap_options()
@@ -753,6 +924,22 @@ class SparseMAPParser(BaseEstimator):
                  "sentences (their distributions over trees are valid but not the optimal "
                  "ones); increase sparsemap_max_iter.", ConvergenceWarning)
         return results
+
+    def _lp_sparsemap_all(self, X):
+        check_is_fitted(self, "coef_")
+        treebank, lengths, _, _, encoded = self._encode(X, fitted=True)
+        model = self._arc_model(getattr(self, "arc_filter_keys_", None))
+        graphs, _ = self._graphs(encoded, lengths)
+        results = sparse_second_order(treebank, model, self._second_order_options(), graphs,
+                                      self.coef_, np.arange(len(lengths)))
+        n_failed = sum(not result.converged for result in results)
+        if n_failed:
+            warn(f"SparseMAPParser: LP-SparseMAP did not converge in "
+                 f"lp_max_iter={self.lp_max_iter} iterations on {n_failed} of {len(results)} "
+                 "sentences; increase lp_max_iter.", ConvergenceWarning)
+        # The tree factor's own distribution: its marginals are the arc
+        # marginals up to AD3's residuals, and exactly those of its support.
+        return [result.distributions[0] for result in results]
 
     def predict_sparse(self, X):
         """The SparseMAP distribution over trees of every sentence.

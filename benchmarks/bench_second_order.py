@@ -1,0 +1,137 @@
+"""First- vs second-order dependency parsing on UD English-EWT.
+
+Run from anywhere, in an environment where sksparse_struct is installed::
+
+    python benchmarks/bench_second_order.py                       # Eisner, hinge, 5 epochs
+    python benchmarks/bench_second_order.py --decoders eisner cle --losses hinge
+    python benchmarks/bench_second_order.py --quick               # 1,000 sentences, 2 epochs
+    python benchmarks/bench_second_order.py --out benchmarks/results/bench_second_order.txt
+
+Data: ``UD_English-EWT`` (``en_ewt-ud-{train,test}.conllu``) in the folder
+given with ``--data DIR`` (or in ``$SKSPARSE_STRUCT_SHARED_DATA/ud``). Gold
+tags, lemmas and features; punctuation included; relation labels learnt.
+
+For every decoder and loss, one first-order parser (``parts=("arc",)``)
+and the second-order ones asked for (``--parts``; default the standard
+model, arcs + siblings + grandparents) are trained with the same loss,
+epochs, ``alpha`` and seed, one after the other in the same run, then parse
+the test set. Columns:
+
+* UAS, LAS on test (percent);
+* s/epoch: mean wall time of the training epochs after the first (the
+  first also holds the pruner's training and the graphs' construction:
+  all is in *fit s*);
+* tok/s: test tokens parsed per second (``predict``, ``n_jobs`` threads),
+  pruning and graph construction included;
+* certified, b&b, rounded: how the test parses were decoded (percent of
+  sentences: the LP relaxation's tree certified optimal by its dual bound,
+  proven optimal by branch-and-bound, or the best tree found);
+* lp cap: test sentences whose LP hit ``lp_max_iter``.
+"""
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _bench_utils import machine_header, rst_table  # noqa: E402
+
+PARTS = {"1st": ("arc",), "sib": ("arc", "sibling"), "gp": ("arc", "grandparent"),
+         "std": ("arc", "sibling", "grandparent")}
+
+
+def default_data_dir():
+    env = os.environ.get("SKSPARSE_STRUCT_SHARED_DATA")
+    return Path(env) / "ud" if env else None
+
+
+def load_split(data_dir, split, limit):
+    from sksparse_struct.datasets import read_conllu
+
+    path = Path(data_dir) / "UD_English-EWT" / f"en_ewt-ud-{split}.conllu"
+    X, heads, deprels = read_conllu(path, return_deprel=True)
+    y = list(zip(heads, deprels))
+    if limit:
+        X, y = X[:limit], y[:limit]
+    return X, y
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", default=default_data_dir())
+    parser.add_argument("--decoders", nargs="+", default=["eisner"], choices=["eisner", "cle"])
+    parser.add_argument("--losses", nargs="+", default=["hinge"])
+    parser.add_argument("--parts", nargs="+", default=["std"], choices=sorted(PARTS))
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    if args.data is None:
+        sys.exit("give --data DIR (holding UD_English-EWT) or set SKSPARSE_STRUCT_SHARED_DATA")
+    from sksparse_struct import SparseMAPParser
+    from sksparse_struct.metrics import las_score, uas_score
+
+    limit = 1000 if args.quick else None
+    epochs = 2 if args.quick else args.epochs
+    X_train, y_train = load_split(args.data, "train", limit)
+    X_test, y_test = load_split(args.data, "test", None if not args.quick else 500)
+    n_tokens = sum(len(s) for s in X_test)
+    heads_test = [y[0] for y in y_test]
+    rows = []
+    start = time.time()
+    for decoder in args.decoders:
+        for loss in args.losses:
+            for name in ["1st"] + [p for p in args.parts if p != "1st"]:
+                model = SparseMAPParser(loss, projective=decoder == "eisner", parts=PARTS[name],
+                                        max_iter=epochs, tol=None, random_state=0,
+                                        n_jobs=args.n_jobs)
+                times = []
+                t0 = time.time()
+                model.set_params(verbose=0)
+                model._report = _timer(model._report, times)
+                model.fit(X_train, y_train)
+                fit_s = time.time() - t0
+                del model._report
+                t0 = time.time()
+                heads, deprels = model.predict(X_test, return_deprel=True)
+                tok_s = n_tokens / (time.time() - t0)
+                uas = 100 * uas_score(heads_test, heads)
+                las = 100 * las_score(heads_test, heads, [y[1] for y in y_test], deprels)
+                counts = getattr(model, "decoding_counts_", None)
+                n = len(X_test)
+                pct = (lambda k: f"{100 * counts[k] / n:.1f}") if counts else (lambda k: "")
+                epoch_s = np.mean(np.diff(times)) if len(times) > 1 else times[0]
+                rows.append([decoder, loss, name, str(epochs), f"{uas:.2f}", f"{las:.2f}",
+                             f"{epoch_s:.1f}", f"{fit_s:.0f}",
+                             f"{tok_s:,.0f}", pct("certified"), pct("branch_and_bound"),
+                             pct("rounded"), str(counts["lp_not_converged"]) if counts else ""])
+                print(" ".join(rows[-1]), flush=True)
+    header = ["decoder", "loss", "parts", "epochs", "UAS", "LAS", "s/epoch", "fit s", "tok/s",
+              "certified", "b&b", "rounded", "lp cap"]
+    text = ("\n".join(machine_header())
+            + "\n\nSparseMAPParser on UD English-EWT test (gold tags), "
+            f"first vs second order, n_jobs={args.n_jobs}\n\n" + rst_table(header, rows)
+            + f"\n\ntotal benchmark time {time.time() - start:.0f} s\n")
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+
+
+def _timer(report, times):
+    """Wrap the estimator's per-epoch callback to record the epochs' end times."""
+    t0 = time.time()
+
+    def wrapped(info, progress):
+        times.append(time.time() - t0)
+        return report(info, progress)
+
+    return wrapped
+
+
+if __name__ == "__main__":
+    main()
