@@ -378,7 +378,34 @@ class FactorGraph:
             raise ValueError(
                 f"add_structure: structure must be a sksparse_struct.structures.Structure, "
                 f"got {type(structure).__name__}.")
-        parts = structure.encode(*potentials)
+        return self.add_structure_parts(structure, variables, structure.encode(*potentials))
+
+    def add_structure_parts(self, structure, variables, parts):
+        """:meth:`add_structure` with potentials already encoded by ``structure.encode``.
+
+        For graphs with many factors of a few shapes (e.g. the head automata
+        of a second-order parser): the potentials of each shape are encoded
+        once and their :class:`~sksparse_struct.structures.Parts` reused.
+
+        Parameters
+        ----------
+        structure : Structure
+            As in :meth:`add_structure`.
+        variables : array-like of int
+            As in :meth:`add_structure`.
+        parts : Parts
+            ``structure.encode(*potentials)`` (read, not copied: do not
+            modify it afterwards).
+
+        Returns
+        -------
+        offset : int
+            As in :meth:`add_structure`.
+        """
+        if not isinstance(structure, Structure):
+            raise ValueError(
+                f"add_structure: structure must be a sksparse_struct.structures.Structure, "
+                f"got {type(structure).__name__}.")
         if not isinstance(parts, Parts):
             raise ValueError("add_structure: structure.encode did not return Parts.")
         V = self._check_vars(np.asarray(variables).reshape(1, -1), "add_structure")[0]

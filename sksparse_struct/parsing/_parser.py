@@ -629,7 +629,7 @@ class SparseMAPParser(BaseEstimator):
 
     def _second_order_options(self):
         return SecondOrderOptions(tags=TAGS_BOTH, eta=1.0, max_iter=int(self.lp_max_iter),
-                                  tol=float(self.lp_tol), max_nodes=16)
+                                  tol=float(self.lp_tol), max_nodes=4)
 
     def _pruner(self, random_state):
         """The first-order parser whose arc posteriors prune the candidate arcs."""

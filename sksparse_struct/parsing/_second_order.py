@@ -56,8 +56,42 @@ ROUNDED = 2  # neither within the limits: the best tree found (maybe not the MAP
 
 
 def arc_variable(h, m, n):
-    """Variable (and ``DependencyTree`` unary part) of the arc ``h -> m``."""
-    return (m - 1) * n + (h if h < m else h - 1)
+    """Variable (and ``DependencyTree`` unary part) of the arc ``h -> m`` (arrays too)."""
+    return (m - 1) * n + np.where(h < m, h, h - 1)
+
+
+_PAIRS = {}
+_AUTOMATA = (HeadAutomaton(), GrandparentHeadAutomaton())
+_SHAPE_PARTS = {}
+
+
+def shape_parts(G, L):
+    """Encoded zero potentials of an automaton: ``G`` grandparents (0: plain), ``L`` modifiers.
+
+    The automata's potentials are zeros (their scores come as factor
+    scores), so one encoding per shape serves every graph (read-only).
+    """
+    parts = _SHAPE_PARTS.get((G, L))
+    if parts is None:
+        sib = np.zeros((L + 2, L + 2))
+        head_automaton, grand_automaton = _AUTOMATA
+        parts = (head_automaton.encode(np.zeros(L), sib) if G == 0 else
+                 grand_automaton.encode(np.zeros(G), np.zeros(L), sib, np.zeros((G, L))))
+        parts.eta_u.flags.writeable = False
+        parts.eta_v.flags.writeable = False
+        if G <= 64 and L <= 64:
+            _SHAPE_PARTS[(G, L)] = parts
+    return parts
+
+
+def _pairs(size):
+    """``np.triu_indices(size, 1)``: the automaton's sibling pairs ``(j, k)``, ``j < k``."""
+    pairs = _PAIRS.get(size)
+    if pairs is None:
+        pairs = np.triu_indices(size, 1)
+        if size <= 512:
+            _PAIRS[size] = pairs
+    return pairs
 
 
 def _side_modifiers(candidates, h, n, right):
@@ -235,8 +269,7 @@ def build_graph(n, candidates, *, siblings=True, grandparents=True, projective=F
     if not (siblings or grandparents):
         none, no_slots = np.zeros((0, 3), dtype=np.int64), np.zeros(0, dtype=np.int64)
         return SecondOrderGraph(n, candidates, fg, none, no_slots, none, no_slots)
-    head_automaton = HeadAutomaton()
-    grand_automaton = GrandparentHeadAutomaton()
+    head_automaton, grand_automaton = _AUTOMATA
     for h in range(n + 1):
         incoming = np.flatnonzero(candidates[:, h]) if (h >= 1 and grandparents) else None
         if h >= 1 and grandparents and incoming.shape[0] == 0:
@@ -254,20 +287,19 @@ def build_graph(n, candidates, *, siblings=True, grandparents=True, projective=F
                 # Grandparent parts only: a side without modifiers, or the
                 # root, has none; nothing to score.
                 continue
-            out_vars = [arc_variable(h, m, n) for m in mods]
-            sib_matrix = np.zeros((L + 2, L + 2))
+            out_vars = arc_variable(h, mods, n)
             if incoming is None:
-                offset = fg.add_structure(head_automaton, out_vars, np.zeros(L), sib_matrix)
+                offset = fg.add_structure_parts(head_automaton, out_vars, shape_parts(0, L))
             else:
                 G = incoming.shape[0]
-                in_vars = [arc_variable(g, h, n) for g in incoming]
-                offset = fg.add_structure(grand_automaton, in_vars + out_vars, np.zeros(G),
-                                          np.zeros(L), sib_matrix, np.zeros((G, L)))
+                offset = fg.add_structure_parts(
+                    grand_automaton, np.concatenate([arc_variable(incoming, h, n), out_vars]),
+                    shape_parts(G, L))
             n_sib = (L + 1) * (L + 2) // 2
             if siblings:
                 stop = n + 1 if right else -1
                 tokens = np.concatenate([[h], mods, [stop]])
-                j, k = np.triu_indices(L + 2, 1)
+                j, k = _pairs(L + 2)
                 sib_rows.append(np.stack([np.full(j.shape[0], h), tokens[j], tokens[k]], axis=1))
                 sib_slots.append(offset + np.arange(n_sib))
             if incoming is not None and L:
@@ -302,7 +334,7 @@ def _assignment(heads, n):
 
 
 def decode_graph(sog, theta, phi, *, projective, single_root, eta=1.0, max_iter=500, tol=1e-4,
-                 gap_tol=1e-9, max_nodes=16, warm_start=None):
+                 gap_tol=1e-9, max_nodes=4, warm_start=None):
     """The highest-scoring tree of a second-order graph, with how it was found.
 
     AD3 solves the LP relaxation; the tree that the tree factor's oracle

@@ -221,3 +221,19 @@ def test_projective_siblings_against_exact_dp(single_root):
         if status == CERTIFIED:
             n_certified += 1
     assert n_certified >= 10
+
+
+def test_add_structure_parts_is_add_structure():
+    from sksparse_struct.structures import GrandparentHeadAutomaton
+
+    rng = np.random.default_rng(3)
+    gha = GrandparentHeadAutomaton()
+    potentials = (np.zeros(2), np.zeros(3), np.zeros((5, 5)), np.zeros((2, 3)))
+    graphs = [FactorGraph(5), FactorGraph(5)]
+    assert graphs[0].add_structure(gha, np.arange(5), *potentials) == 0
+    assert graphs[1].add_structure_parts(gha, np.arange(5), gha.encode(*potentials)) == 0
+    theta, phi = rng.normal(size=5), rng.normal(size=graphs[0].n_factor_scores)
+    first, second = (ad3(g, theta, phi) for g in graphs)
+    np.testing.assert_array_equal(first.variables, second.variables)
+    with pytest.raises(ValueError, match="Parts"):
+        graphs[1].add_structure_parts(gha, np.arange(5), potentials)
