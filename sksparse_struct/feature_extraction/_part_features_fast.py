@@ -90,7 +90,7 @@ import numpy as np
 
 from ..utils._sparse_gradient_fast import push
 from ..utils._numba import njit
-from ..utils._prefetch_fast import prefetch
+from ..utils._prefetch_fast import prefetch, prefetch_and_sum
 from ._arc_features_fast import (
     _PRIME,
     FORM,
@@ -456,23 +456,6 @@ def part_feature_indices(kind, tokens, start, n, a, b, c, preset, tags, mask):
     return np.concatenate(out)
 
 
-@njit(inline="always")
-def _prefetch_and_sum(next_buf, next_k, buf, k, w):
-    """``sum(w[buf[:k]])`` in order, requesting ``w[next_buf[:next_k]]`` on the way.
-
-    One request between two reads, as the arc kernels do
-    (``parsing._scoring_fast``): a burst of requests stalls on the lines.
-    """
-    s = 0.0
-    top = k if k > next_k else next_k
-    for j in range(top):
-        if j < next_k:
-            prefetch(w, next_buf[j])
-        if j < k:
-            s += w[buf[j]]
-    return s
-
-
 @njit(internal=True)
 def _part_scores(kind, tokens, start, n, parts, w, preset, tags, mask, work, out, memoise):
     """Body of :func:`part_scores` (no Python entry point)."""
@@ -511,8 +494,8 @@ def _part_scores(kind, tokens, start, n, parts, w, preset, tags, mask, work, out
                 kp = _pair_features(kind, tokens, start, n, pp, pq, preset, work, shift, mask,
                                     cur_p)
                 new = True
-        ts = _prefetch_and_sum(cur_t, kt, prev_t, prev_kt, w)
-        ps = _prefetch_and_sum(cur_p, kp, prev_p, prev_kp, w)
+        ts = prefetch_and_sum(cur_t, kt, prev_t, prev_kt, w)
+        ps = prefetch_and_sum(cur_p, kp, prev_p, prev_kp, w)
         if prev >= 0:
             if prev_pp < 0:
                 out[prev] = ts

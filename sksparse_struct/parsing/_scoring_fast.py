@@ -26,7 +26,7 @@ from ..feature_extraction._arc_features_fast import (
 )
 from ..learners._online_fast import push
 from ..utils._numba import njit
-from ..utils._prefetch_fast import prefetch
+from ..utils._prefetch_fast import prefetch, prefetch_and_sum
 from ._arc_filter_fast import arc_allowed
 
 __all__ = ["add_arc", "label_scores", "label_work", "sentence_scores", "sparsified"]
@@ -46,8 +46,8 @@ def sentence_scores(tokens, start, n, w, preset, mask, keys, use_filter, S, HS, 
     The weights are read one arc late: the indices of an arc are computed,
     then the previous arc, whose lines have had the time to arrive, is
     summed while the new arc's lines are requested, one between two reads
-    (:func:`_prefetch_and_sum`). The sums are the same, term by term, as
-    reading each weight when needed.
+    (``utils._prefetch_fast.prefetch_and_sum``). The sums are the same,
+    term by term, as reading each weight when needed.
     """
     token_states(tokens, start, n, HS, MS, aux)
     shift = index_shift(mask)
@@ -67,7 +67,7 @@ def sentence_scores(tokens, start, n, w, preset, mask, keys, use_filter, S, HS, 
                 continue
             k = arc_features_from_states(tokens, start, n, h, m, preset, HS, MS, aux,
                                          shift, mask, cur_buf)
-            total = _prefetch_and_sum(cur_buf, k, prev_buf, prev_k, w)
+            total = prefetch_and_sum(cur_buf, k, prev_buf, prev_k, w)
             if prev_h >= 0:
                 S[prev_h, prev_m] = total
             cur_buf, prev_buf = prev_buf, cur_buf
@@ -83,24 +83,6 @@ def _sum(buf, k, w):
     s = 0.0
     for j in range(k):
         s += w[buf[j]]
-    return s
-
-
-@njit(inline="always")
-def _prefetch_and_sum(next_buf, next_k, buf, k, w):
-    """``_sum(buf, k, w)``, prefetching ``w[next_buf[:next_k]]`` on the way.
-
-    One request between two reads rather than all of them in a burst: the
-    processor can only wait for so many lines at once, and a burst of a
-    hundred requests stalls on them. The sum is the same, term by term.
-    """
-    s = 0.0
-    top = k if k > next_k else next_k
-    for j in range(top):
-        if j < next_k:
-            prefetch(w, next_buf[j])
-        if j < k:
-            s += w[buf[j]]
     return s
 
 

@@ -12,6 +12,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from ._numba import njit
+
 
 @intrinsic
 def prefetch(typingctx, array, index):
@@ -35,3 +37,24 @@ def prefetch(typingctx, array, index):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+@njit(inline="always")
+def prefetch_and_sum(next_buf, next_k, buf, k, w):
+    """``sum(w[buf[:k]])`` in index order, prefetching ``w[next_buf[:next_k]]`` on the way.
+
+    For kernels that sum scattered weights (hashed features): the indices
+    of the next item are computed, then the previous item is summed while
+    the next one's lines are requested, one request between two reads
+    rather than all of them in a burst (the processor can only wait for so
+    many lines at once). The sum is the same, term by term, as reading each
+    weight when needed.
+    """
+    s = 0.0
+    top = k if k > next_k else next_k
+    for j in range(top):
+        if j < next_k:
+            prefetch(w, next_buf[j])
+        if j < k:
+            s += w[buf[j]]
+    return s
