@@ -253,8 +253,11 @@ class SparseMAPParser(BaseEstimator):
         Second order: the fitted first-order CRF parser whose arc posteriors
         prune the candidate arcs (None for a first-order parser).
     pruning_report_ : PruningReport
-        Second order: what the pruner kept on the training sentences (gold
-        arcs kept, recall before that, candidate heads per word, parts).
+        Second order: what the pruner kept on the training sentences
+        (candidate heads per word, parts per sentence, gold-arc recall).
+        Training keeps the gold arcs, so the recall is 1 but for the arcs
+        lifted to make trees projective; the pruner, trained on the same
+        sentences, keeps fewer candidates on them than on new sentences.
     n_lp_not_converged_ : int
         Second order: training solves (one per sentence and epoch) that
         stopped at ``lp_max_iter`` iterations.
