@@ -149,6 +149,16 @@ def support_terms(theta, p, k, u):
 def kkt_insert(IDX, VAL, nnz, N, B, theta, p, k, m, n, th, prob, dep_tol, coef):
     """Append a structure to the support, or report that it is dependent.
 
+    :func:`kkt_insert_buf` with work vectors of its own.
+    """
+    return kkt_insert_buf(IDX, VAL, nnz, N, B, theta, p, k, m, n, th, prob, dep_tol, coef,
+                          np.empty(k + 1), np.empty(k + 1), np.empty(k + 1))
+
+
+@njit
+def kkt_insert_buf(IDX, VAL, nnz, N, B, theta, p, k, m, n, th, prob, dep_tol, coef, b, one_b, w):
+    """Append a structure to the support, or report that it is dependent.
+
     ``m`` is the new structure's dense unary indicator vector (its nonzeros
     must fit in a row of ``IDX``). The Schur complement of the new row of
     the KKT matrix is the squared distance from ``m`` to the affine hull of
@@ -156,7 +166,9 @@ def kkt_insert(IDX, VAL, nnz, N, B, theta, p, k, m, n, th, prob, dep_tol, coef):
     matrix would be singular: nothing is changed, the affine coefficients of
     ``m`` (summing to 1) are written to ``coef[:k]`` and 0 is returned.
     Otherwise the structure becomes row ``k`` (stored sparse), ``B`` is
-    updated by the bordering formula and 1 is returned.
+    updated by the bordering formula and 1 is returned. ``b``, ``one_b`` and
+    ``w`` are work vectors of at least ``k + 1`` entries (none allocated
+    here: the active set calls this once per iteration).
     """
     n_u = m.shape[0]
     gm = 0.0
@@ -165,7 +177,6 @@ def kkt_insert(IDX, VAL, nnz, N, B, theta, p, k, m, n, th, prob, dep_tol, coef):
             gm += m[a] * m[a]
     # Row of the Gram matrix: each support row against the dense m, over the
     # row's nonzeros in index order.
-    b = np.empty(k)
     for i in range(k):
         s = 0.0
         for t in range(nnz[i]):
@@ -178,11 +189,9 @@ def kkt_insert(IDX, VAL, nnz, N, B, theta, p, k, m, n, th, prob, dep_tol, coef):
         B[1, 1] = 0.0
     else:
         # w = B [1; b] (B[r, 0] * 1 first: the sum of the plain loop from B[r, 0])
-        one_b = np.empty(k + 1)
         one_b[0] = 1.0
         for c in range(k):
             one_b[c + 1] = b[c]
-        w = np.empty(k + 1)
         bordered_matvec(B, one_b, k + 1, w)
         schur = gm - w[0]
         for c in range(k):
@@ -309,6 +318,16 @@ def bordered_matvec(B, v, n, out):
 def relaxed_step(IDX, VAL, nnz, B, theta, p, k, u):
     """One active-set step on the support (thesis Alg. 1, lines 3-14).
 
+    :func:`relaxed_step_buf` with work vectors of its own.
+    """
+    return relaxed_step_buf(IDX, VAL, nnz, B, theta, p, k, u, np.empty(k + 1), np.empty(k + 1),
+                            np.empty(k + 1), np.empty(k + 1))
+
+
+@njit
+def relaxed_step_buf(IDX, VAL, nnz, B, theta, p, k, u, x, rhs, res, corr):
+    """One active-set step on the support (thesis Alg. 1, lines 3-14).
+
     Solves the relaxed QP of eq. 4.9 through ``B`` plus one step of iterative
     refinement with the KKT matrix itself (its Gram block applied as ``M (M^T
     x)`` through the sparse rows, with ``u`` as the dense work vector), which
@@ -318,16 +337,14 @@ def relaxed_step(IDX, VAL, nnz, B, theta, p, k, u):
     Otherwise sets ``p = p_hat``, writes the posterior ``u = sum_i p_i m_i``
     (a scatter-add of the sparse rows) and returns -1.
     Also returns the step size (1 for the full step). ``u`` is overwritten
-    in either case.
+    in either case; ``x``, ``rhs``, ``res`` and ``corr`` are work vectors of
+    at least ``k + 1`` entries.
     """
-    x = np.empty(k + 1)
-    rhs = np.empty(k + 1)
     rhs[0] = 1.0
     for i in range(k):
         rhs[i + 1] = theta[i]
     bordered_matvec(B, rhs, k + 1, x)
     # residual of [[0, 1^T], [1, G]] x = rhs, with G x = M (M^T x)
-    res = np.empty(k + 1)
     s = 0.0
     for i in range(k):
         s += x[i + 1]
@@ -343,7 +360,6 @@ def relaxed_step(IDX, VAL, nnz, B, theta, p, k, u):
         for t in range(nnz[i]):
             s += VAL[i, t] * u[IDX[i, t]]
         res[i + 1] = rhs[i + 1] - s
-    corr = np.empty(k + 1)
     bordered_matvec(B, res, k + 1, corr)
     for r in range(k + 1):
         x[r] += corr[r]
@@ -513,8 +529,9 @@ def active_set_workspace(kind, n, n_u, n_v):
     """Work arrays of the compiled active set for one structure of ``kind``.
 
     A tuple: the support (``IDX, VAL, nnz, N, B, theta, p, coef, H``, with
-    room for 16 structures; the solver grows them) then the oracle's work
-    arrays. Callers solving many problems of one size (AD3's structure
+    room for 16 structures; the solver grows them), the oracle's work
+    arrays, then the ``(4, cap + 1)`` work vectors of the relaxed solves
+    and insertions (grown with the support). Callers solving many problems of one size (AD3's structure
     factors) keep it, and with it the support, from one solve to the next.
     """
     # Rows of H, size of the arc score matrix, of the Chu-Liu-Edmonds and of
@@ -543,7 +560,8 @@ def active_set_workspace(kind, n, n_u, n_v):
             np.zeros(cap), np.zeros((cap, n_row), dtype=np.int64),
             np.zeros(n_row, dtype=np.int64), np.zeros(n_u), np.zeros(n_v), np.empty(n_u),
             np.zeros(n_u), np.empty(n_row, dtype=np.int64), np.empty((n_mat, n_mat)),
-            f_mat, i_mat, i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack)
+            f_mat, i_mat, i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack,
+            np.empty((4, cap + 1)))
 
 
 @njit
@@ -593,7 +611,7 @@ def _active_set_kernel(kind):
     @njit
     def solve(eta_u, eta_v, n, K, single_root, max_iter, tol, dep_tol, rt_kind, ws, k):
         (IDX, VAL, nnz, N, B, theta, p, coef, H, row, m, nv, w, u, dropped, work, f_mat, i_mat,
-         i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack) = ws
+         i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack, scr) = ws
         n_u = eta_u.shape[0]
         n_v = eta_v.shape[0]
         n_row = H.shape[1]
@@ -635,7 +653,8 @@ def _active_set_kernel(kind):
                     break
                 n_iter += 1
                 # Relaxed QP (eq. 4.9); if infeasible, the step of eq. 4.10.
-                blocking, gamma = relaxed_step(IDX, VAL, nnz, B, theta, p, k, u)
+                blocking, gamma = relaxed_step_buf(IDX, VAL, nnz, B, theta, p, k, u, scr[0],
+                                                   scr[1], scr[2], scr[3])
                 if blocking >= 0:
                     if gamma == 0.0:
                         for t in range(n_row):
@@ -657,7 +676,8 @@ def _active_set_kernel(kind):
                 if not ok:
                     # Only if sums of huge scores overflow; the generic loop raises.
                     ws = (IDX, VAL, nnz, N, B, theta, p, coef, H, row, m, nv, w, u, dropped,
-                          work, f_mat, i_mat, i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack)
+                          work, f_mat, i_mat, i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack,
+                          scr)
                     return ws, k, n_iter, gap, False, 1
                 # The same operations, in the same order, as _vertex and
                 # _linear_gap.
@@ -698,7 +718,9 @@ def _active_set_kernel(kind):
                     p = _grow_vec(p, cap)
                     coef = np.zeros(cap)
                     B = _grow_square(B, cap + 1)
-                if kkt_insert(IDX, VAL, nnz, N, B, theta, p, k, m, nv, th, prob, dep_tol, coef):
+                    scr = np.empty((4, cap + 1))
+                if kkt_insert_buf(IDX, VAL, nnz, N, B, theta, p, k, m, nv, th, prob, dep_tol, coef,
+                                  scr[0], scr[1], scr[2]):
                     for t in range(n_row):
                         H[k, t] = row[t]
                     k += 1
@@ -726,7 +748,7 @@ def _active_set_kernel(kind):
                     p[i] /= s
             first = False
         ws = (IDX, VAL, nnz, N, B, theta, p, coef, H, row, m, nv, w, u, dropped, work, f_mat,
-              i_mat, i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack)
+              i_mat, i_vec, b_vec, f_vec, e_f_mat, e_i_mat, e_stack, scr)
         return ws, k, n_iter, gap, converged, 0
 
     @njit
