@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._ad3_fast import LARGE_SCORE, N_OPTIONS, ad3_solve, evaluate_assignment
+from ._ad3_fast import LARGE_SCORE, N_OPTIONS, ad3_solve, evaluate_assignment, new_workspace
 from ._factor_graph import FactorGraph
 
 __all__ = ["AD3Result", "MAPResult", "ad3", "ad3_map"]
@@ -189,9 +189,30 @@ assert _options(0.1, True, 1, 1e-6).shape[0] == N_OPTIONS
 _NOT_FIXED = np.zeros(0, dtype=np.int64)
 
 
+def _run(cg, kernel, *args):
+    """``kernel(cg.data, *args, workspace)`` with a workspace of ``cg``'s pool.
+
+    The structure factors' active-set arrays are kept with the compiled
+    graph rather than allocated per solve (``_ad3_fast.Workspace``). A
+    workspace serves one solve at a time: it is taken from the pool (a new
+    one when every workspace is in use, e.g. by solves on other threads: the
+    kernels release the GIL) and put back afterwards. ``list.pop`` and
+    ``list.append`` are atomic, so no lock is needed.
+    """
+    pool = cg.workspaces
+    try:
+        workspace = pool.pop()
+    except IndexError:
+        workspace = new_workspace(cg.data)
+    try:
+        return kernel(cg.data, *args, workspace)
+    finally:
+        pool.append(workspace)
+
+
 def _solve(cg, theta, fs, fixed, state, options, caller):
     """One compiled AD3 run from ``state`` (updated in place)."""
-    out = ad3_solve(cg.data, theta, fs, fixed, state, options)
+    out = _run(cg, ad3_solve, theta, fs, fixed, state, options)
     if out[8] != 0:
         _raise_status(out[8], caller)
     return out
@@ -323,9 +344,9 @@ def ad3(graph, variable_scores, factor_scores=None, *, eta=0.1, adaptive_eta=Tru
         # The common case in one compiled call: the solver checks the scores
         # and sets up the initial state itself.
         state = np.empty(n + 2 * n_slots + n_scores)
-        out = ad3_solve(cg.data, theta, fs, _NOT_FIXED, state,
-                        _options(eta, adaptive_eta, max_iter, tol, gap_tol=gap,
-                                 check_scores=True, fresh=True))
+        out = _run(cg, ad3_solve, theta, fs, _NOT_FIXED, state,
+                   _options(eta, adaptive_eta, max_iter, tol, gap_tol=gap, check_scores=True,
+                            fresh=True))
         if out[8] == 2:  # a score not finite (raised below) or to be scaled
             out = None
     if out is None:
@@ -336,8 +357,8 @@ def ad3(graph, variable_scores, factor_scores=None, *, eta=0.1, adaptive_eta=Tru
         state, warm_eta = _warm_state(cg, warm_start, scale, "ad3")
         if warm_eta is not None and adaptive_eta:
             eta = warm_eta
-        out = ad3_solve(cg.data, theta, fs, _NOT_FIXED, state,
-                        _options(eta, adaptive_eta, max_iter, tol, gap_tol=gap))
+        out = _run(cg, ad3_solve, theta, fs, _NOT_FIXED, state,
+                   _options(eta, adaptive_eta, max_iter, tol, gap_tol=gap))
     n_iter, converged, eta, primal, dual, primal_res, dual_res, integral, status = out
     if status != 0:
         _raise_status(status, "ad3")
@@ -351,7 +372,7 @@ def evaluate(cg, theta, fs, x):
     """Whether the 0/1 assignment ``x`` is allowed; its score and factor marginals."""
     x = np.ascontiguousarray(x, dtype=np.int64)
     add = np.zeros(cg.n_scores)
-    feasible, score, _ = evaluate_assignment(cg.data, x, fs, add)
+    feasible, score, _ = _run(cg, evaluate_assignment, x, fs, add)
     if not feasible:
         return False, -np.inf, add
     return True, float(score + theta @ x), add

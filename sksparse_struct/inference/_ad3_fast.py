@@ -540,10 +540,15 @@ def structure_factor(op, st, work, j, off, x, n, fs, add, inv_rho):
             eu[i] = x[i] + fixed_u[i] * inv_rho
         for a in range(n_v):
             ev[a] = (fixed_v[a] + fs[off + a]) * inv_rho
+        cap = ws[0].shape[0]
         ws, k, _, _, _, status = active_set_any(
             eu, ev, size, K, root, st.max_iter[j], st.tol[j], DEPENDENT_TOL, kind, ws,
             work.struct_k[j])
-        work.struct_ws[j] = ws
+        if ws[0].shape[0] != cap:
+            # The support outgrew the arrays (all of them grow together);
+            # storing an unchanged tuple back would cost a reference count
+            # update per array.
+            work.struct_ws[j] = ws
         work.struct_k[j] = k
         if status != 0:
             work.status[0] = 1
@@ -670,6 +675,29 @@ def _structure_work(structs):
     if isinstance(structs, types.NoneType):
         return lambda structs: None
     return lambda structs: _new_structure_work(structs)
+
+
+def reset_structure_work(work):
+    """Forget the supports of a :class:`StructureWork` (every factor starts from its MAP)."""
+    if work is not None:
+        _reset_structure_work(work)
+
+
+@overload(reset_structure_work, jit_options={"cache": True})
+def _reset_structure_work_overload(work):
+    if isinstance(work, types.NoneType):
+        return lambda work: None
+    return lambda work: _reset_structure_work(work)
+
+
+@njit
+def _reset_structure_work(work):
+    # What a fresh workspace holds: no support, no failure. The arrays
+    # beyond each support are never read before they are written, so the
+    # solves that follow are those of a fresh workspace, to the last bit.
+    for j in range(work.struct_k.shape[0]):
+        work.struct_k[j] = 0
+    work.status[0] = 0
 
 
 def structure_primal(ctx, q, add):
@@ -865,13 +893,63 @@ class GraphData(structref.StructRefProxy):
     """
 
 
+@structref.register
+class WorkspaceType(types.StructRef):
+    """numba type of :class:`Workspace`."""
+
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+class Workspace(structref.StructRefProxy):
+    """A compiled graph's structure-factor workspaces (``structs``, a :class:`StructureWork`).
+
+    The active sets' arrays (about 25 per structure factor) cost more to
+    allocate than a few AD3 iterations on graphs of many small structure
+    factors (second-order parsing), so they are kept from one solve to the
+    next (:func:`new_workspace`; ``_ad3`` keeps a pool per compiled graph,
+    one workspace per concurrent solve). Every solve starts them afresh
+    (:func:`reset_structure_work`): no support is carried from one call to
+    the next, only the memory.
+    """
+
+    @property
+    def structs(self):
+        return _workspace_structs(self)
+
+
+@njit
+def _workspace_structs(workspace):
+    return workspace.structs
+
+
 structref.define_proxy(Context, ContextType, ["graph", "dense", "structs", "work"])
 structref.define_proxy(GraphData, GraphDataType, ["graph", "dense", "structs"])
+structref.define_proxy(Workspace, WorkspaceType, ["structs"])
+
+
+@njit
+def new_workspace(data):
+    """A :class:`Workspace` for the solves on ``data`` (a :class:`GraphData`)."""
+    return Workspace(structure_work(data.structs))
 
 
 @njit
 def _work(graph, dense, structs, add):
     """Work arrays of one solve; the dense factors' active sets warm-started from ``add``."""
+    return _work_with(graph, dense, add, structure_work(structs))
+
+
+@njit
+def _work_reused(graph, dense, add, workspace):
+    """:func:`_work` with the structure factors' workspaces of ``workspace``, reset."""
+    reset_structure_work(workspace.structs)
+    return _work_with(graph, dense, add, workspace.structs)
+
+
+@njit
+def _work_with(graph, dense, add, struct_work):
+    """:func:`_work` with the structure factors' workspaces ``struct_work`` (reset)."""
     f_type, f_start = graph.f_type, graph.f_start
     n_f = f_type.shape[0]
     max_n = 1
@@ -905,7 +983,7 @@ def _work(graph, dense, structs, add):
                                   dense.cfg_on, dense.tab_cfg[t], dS[d], dB[d], x)
     dense_work = DenseWork(f_dense, dS, dk, dB, np.empty(max_nc), np.empty(max_n), x,
                            np.empty(cap + 1), np.empty(cap + 1))
-    return Work(np.empty(max_n), np.empty(max_n), dense_work, structure_work(structs))
+    return Work(np.empty(max_n), np.empty(max_n), dense_work, struct_work)
 
 
 @njit
@@ -1098,10 +1176,12 @@ def _scores_in_range(a):
 
 
 @njit
-def ad3_solve(data, theta, fs, fixed, flat_state, opts):
+def ad3_solve(data, theta, fs, fixed, flat_state, opts, workspace):
     """The AD3 loop from ``flat_state`` (updated in place), every factor kind compiled.
 
-    ``data`` is the graph's :class:`GraphData`, ``fixed`` the value each
+    ``data`` is the graph's :class:`GraphData`, ``workspace`` a
+    :class:`Workspace` of it (:func:`new_workspace`; not shared with a
+    concurrent solve), ``fixed`` the value each
     variable is fixed to (-1: free; empty: none fixed), ``flat_state`` the
     state of :func:`split_state` and ``opts`` the options at the positions
     ``OPT_*``. Every ``DUAL_EVERY`` iterations the dual value is computed
@@ -1125,7 +1205,8 @@ def ad3_solve(data, theta, fs, fixed, flat_state, opts):
     u, q, lam, add = state.u, state.q, state.lam, state.add
     if fixed.shape[0] == 0:
         fixed = np.full(n_vars, -1, dtype=np.int64)
-    ctx = Context(graph, data.dense, data.structs, _work(graph, data.dense, data.structs, add))
+    ctx = Context(graph, data.dense, data.structs,
+                  _work_reused(graph, data.dense, add, workspace))
     deg = graph.deg
     eta = opts[OPT_ETA]
     adaptive = opts[OPT_ADAPTIVE] != 0.0
@@ -1183,16 +1264,18 @@ def ad3_solve(data, theta, fs, fixed, flat_state, opts):
 
 
 @njit
-def evaluate_assignment(data, x, fs, add):
+def evaluate_assignment(data, x, fs, add, workspace):
     """Check a 0/1 assignment ``x`` against every factor.
 
     Writes the additional marginals of the scored factors into ``add`` (for
     dense factors the best configuration matching ``x``) and returns
     ``(feasible, score of the additional marginals and of the structure
-    factors' fixed parts, first violated factor)``.
+    factors' fixed parts, first violated factor)``. ``workspace`` as in
+    :func:`ad3_solve`.
     """
     graph = data.graph
-    ctx = Context(graph, data.dense, data.structs, _work(graph, data.dense, data.structs, add))
+    ctx = Context(graph, data.dense, data.structs,
+                  _work_reused(graph, data.dense, add, workspace))
     z = ctx.work.z
     buf = ctx.work.srt
     score = 0.0

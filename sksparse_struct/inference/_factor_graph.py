@@ -66,6 +66,9 @@ class CompiledGraph(NamedTuple):
     structures: tuple  # (factor index, structure, parts, score offset, n_v)
     tables: tuple  # dense configuration tables (n_c, arity) uint8
     masks: tuple  # their forbidden configurations
+    # The solver's idle workspaces (``_ad3_fast.Workspace``), kept between
+    # solves and allocated on first use (``_ad3._run``).
+    workspaces: list
 
 
 #: The factor kinds, by code (``f_type``): each is one function of
@@ -489,7 +492,7 @@ class FactorGraph:
             dense=dense, structs=structs, f_type=f_type, f_start=f_start,
             slot_var=slot_var, slot_neg=slot_neg, f_score=f_score, f_table=f_table, deg=deg,
             n_scores=self._n_scores, structures=tuple(structures),
-            tables=tuple(self._tables), masks=tuple(self._masks),
+            tables=tuple(self._tables), masks=tuple(self._masks), workspaces=[],
         )
 
     def _dense_tables(self):
