@@ -690,6 +690,14 @@ class SparseMAPParser(BaseEstimator):
                 "Increase sparsemap_max_iter.",
                 ConvergenceWarning,
             )
+        if getattr(self, "n_lp_not_converged_", 0):
+            warn(
+                f"SparseMAPParser (loss={self.loss!r}): {self.n_lp_not_converged_} of "
+                f"{n_train * result.n_epochs} AD3 solves in training (one per sentence and "
+                f"epoch) did not converge in lp_max_iter={self.lp_max_iter} iterations, so "
+                "their losses and gradients are approximate. Increase lp_max_iter or lp_tol.",
+                ConvergenceWarning,
+            )
 
     def _label_codes(self, label_list, word_rows, warm):
         """The relation labels learnt and the label index of every row (-1 on roots)."""
@@ -753,7 +761,9 @@ class SparseMAPParser(BaseEstimator):
             fields.append(("label_loss", info.stats[1] / info.n_samples))
         if info.validation_score is not None:
             fields.append(("val_uas", info.validation_score))
-        if "sparsemap" in self.loss:
+        if getattr(self, "pruner_", None) is not None:
+            fields.append(("lp_unconverged", int(info.stats[2])))
+        elif "sparsemap" in self.loss:
             fields.append(("sparsemap_unconverged", int(info.stats[2])))
         progress.update(info.epoch, fields)
 
@@ -872,7 +882,7 @@ class SparseMAPParser(BaseEstimator):
             :class:`~sksparse_struct.structures.DependencyTree` takes them.
         """
         check_is_fitted(self, "coef_")
-        treebank, lengths, _, _, encoded = self._encode(X, fitted=True)
+        treebank, lengths, _, _, _ = self._encode(X, fitted=True)
         model = self._arc_model(getattr(self, "arc_filter_keys_", None))
         return [score_sentence(treebank, model, np.int64(s), self.coef_)
                 for s in range(len(lengths))]
@@ -929,6 +939,7 @@ class SparseMAPParser(BaseEstimator):
         return results
 
     def _lp_sparsemap_all(self, X):
+        """LP-SparseMAP on every sentence's graph: the tree factors' distributions."""
         check_is_fitted(self, "coef_")
         treebank, lengths, _, _, encoded = self._encode(X, fitted=True)
         model = self._arc_model(getattr(self, "arc_filter_keys_", None))

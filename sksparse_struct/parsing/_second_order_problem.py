@@ -16,6 +16,7 @@ import numpy as np
 
 from ..feature_extraction._part_features_fast import new_part_work
 from ..inference import ad3, lp_sparsemap
+from ..losses import factor_graph_loss
 from ..losses._kinds_fast import HINGE, MARGIN_SPARSEMAP, PERCEPTRON, SPARSEMAP
 from ..metrics import uas_score
 from . import _second_order_fast as fast
@@ -26,6 +27,7 @@ __all__ = ["SecondOrderOptions", "SecondOrderProblem", "candidate_graphs", "deco
            "sparse_second_order"]
 
 _DECODE_CHUNK = 32
+_LOSS_NAMES = {SPARSEMAP: "sparsemap", MARGIN_SPARSEMAP: "margin_sparsemap"}
 
 
 class SecondOrderOptions(NamedTuple):
@@ -53,16 +55,12 @@ class SecondOrderOptions(NamedTuple):
     max_nodes: int
 
 
-def _parts_of(graph):
-    return graph.siblings, graph.grandparents
-
-
 def _scores(treebank, model, options, s, w, sog, arc_work, part_work):
     """``(theta, phi)`` of sentence ``s``: its graph's variable and factor scores."""
     S = fast.score_arcs(treebank, model, np.int64(s), w, arc_work)
     sib, gp = fast.score_parts(treebank, model, np.int64(options.tags), np.int64(s), w, part_work,
                                sog.siblings, sog.grandparents)
-    return S, sog.variable_scores(S), sog.factor_scores(sib, gp)
+    return sog.variable_scores(S), sog.factor_scores(sib, gp)
 
 
 def decode_second_order(treebank, model, options, graphs, w, ids, n_threads=1):
@@ -88,7 +86,7 @@ def decode_second_order(treebank, model, options, graphs, w, ids, n_threads=1):
         for t in chunk:
             s = ids[t]
             sog = graphs[t]
-            _, theta, phi = _scores(treebank, model, options, s, w, sog, arc_work, part_work)
+            theta, phi = _scores(treebank, model, options, s, w, sog, arc_work, part_work)
             h, status, result = decode_graph(
                 sog, theta, phi, projective=bool(model.projective),
                 single_root=bool(model.single_root), eta=options.eta, max_iter=options.max_iter,
@@ -182,20 +180,22 @@ class SecondOrderProblem:
         for s in sample_ids:
             sog = self.graphs[s]
             y_u, y_v = self._gold_of(s)
-            _, theta, phi = _scores(tb, model, options, s, w, sog, arc_work, part_work)
-            gold_score = theta @ y_u + phi @ y_v
-            if kind in (HINGE, MARGIN_SPARSEMAP):
-                # Hamming cost: one per word with a wrong head.
-                theta = theta + (1.0 - y_u)
-                gold_score = theta @ y_u + phi @ y_v
+            theta, phi = _scores(tb, model, options, s, w, sog, arc_work, part_work)
             if kind in (SPARSEMAP, MARGIN_SPARSEMAP):
-                result = lp_sparsemap(sog.graph, theta, phi, eta=options.eta,
-                                      max_iter=options.max_iter, tol=options.tol)
-                loss = result.objective - (gold_score - 0.5 * (y_u @ y_u))
+                # Hamming cost on heads: each word has one head, so half the
+                # arcs' |u - y| counts one per word with a wrong head.
+                out = factor_graph_loss(
+                    sog.graph, theta, phi, y_u, y_v, loss=_LOSS_NAMES[kind],
+                    cost=np.full(y_u.shape[0], 0.5) if kind == MARGIN_SPARSEMAP else None,
+                    eta=options.eta, max_iter=options.max_iter, tol=options.tol)
+                result, loss = out.result, out.value
             else:
+                if kind == HINGE:
+                    # Cost-augmented LP-MAP: one per word with a wrong head.
+                    theta = theta + (1.0 - y_u)
                 result = ad3(sog.graph, theta, phi, eta=options.eta, max_iter=options.max_iter,
                              tol=options.tol)
-                loss = result.primal - gold_score
+                loss = result.primal - (theta @ y_u + phi @ y_v)
             unconverged += not result.converged
             if loss <= 0.0 and kind != PERCEPTRON:
                 # Inexact solves can end below the gold's score: no update.
@@ -259,7 +259,7 @@ def sparse_second_order(treebank, model, options, graphs, w, ids):
     results = []
     for t, s in enumerate(ids):
         sog = graphs[t]
-        _, theta, phi = _scores(treebank, model, options, s, w, sog, arc_work, part_work)
+        theta, phi = _scores(treebank, model, options, s, w, sog, arc_work, part_work)
         results.append(lp_sparsemap(sog.graph, theta, phi, eta=options.eta,
                                     max_iter=options.max_iter, tol=options.tol))
     return results
