@@ -245,12 +245,12 @@ def _check_solver_args(eta, max_iter, tol, caller):
         raise ValueError(f"{caller}: tol must be a positive number, got {tol!r}.")
 
 
-def _warm_state(cg, warm_start, scale, caller, result_type=AD3Result):
+def _warm_state(cg, warm_start, scale, caller, result_type=AD3Result, producer=None):
     if warm_start is None:
         return _initial_state(cg), None
     if not isinstance(warm_start, result_type) or warm_start.state is None:
         raise ValueError(f"{caller}: warm_start must be a {result_type.__name__} returned by "
-                         f"{caller}.")
+                         f"{producer or caller}.")
     state, old_scale, key = warm_start.state
     if key != (cg.n_variables, cg.slot_var.shape[0], cg.n_scores):
         raise ValueError(f"{caller}: warm_start comes from a different factor graph.")
@@ -378,8 +378,19 @@ def evaluate(cg, theta, fs, x):
     return True, float(score + theta @ x), add
 
 
+def _checked_incumbent(incumbent, n):
+    x = np.asarray(incumbent)
+    if x.shape != (n,):
+        raise ValueError(f"ad3_map: incumbent must have shape ({n},), one value per variable, "
+                         f"got {x.shape}.")
+    if x.dtype == object or not np.all((x == 0) | (x == 1)):
+        raise ValueError("ad3_map: incumbent must be a 0/1 assignment.")
+    return np.ascontiguousarray(x, dtype=np.int64)
+
+
 def ad3_map(graph, variable_scores, factor_scores=None, *, gap_tol=1e-6, max_nodes=10000,
-            eta=0.1, adaptive_eta=True, max_iter=5000, tol=1e-6):
+            eta=0.1, adaptive_eta=True, max_iter=5000, tol=1e-6, warm_start=None,
+            incumbent=None):
     """Exact MAP on a factor graph by branch-and-bound over AD3's LP relaxation.
 
     Each node of a depth-first search solves the LP relaxation with
@@ -402,6 +413,15 @@ def ad3_map(graph, variable_scores, factor_scores=None, *, gap_tol=1e-6, max_nod
         returned with ``optimal=False``.
     eta, adaptive_eta, max_iter, tol :
         Passed to the LP solves, as in :func:`ad3`.
+    warm_start : AD3Result, default=None
+        A result of :func:`ad3` on the same graph and scores (typically the
+        LP just solved to see whether it is integral): the root node starts
+        from it instead of solving the relaxation again.
+    incumbent : array-like of shape (graph.n_variables,), default=None
+        A 0/1 assignment known to satisfy every factor (e.g. a heuristic
+        rounding of the LP solution): the search starts with it as the best
+        assignment found, prunes every node that cannot beat it, and
+        returns it when nothing better is found within ``max_nodes``.
 
     Returns
     -------
@@ -412,7 +432,8 @@ def ad3_map(graph, variable_scores, factor_scores=None, *, gap_tol=1e-6, max_nod
     Raises
     ------
     ValueError
-        If no assignment satisfies the factors (after a complete search).
+        If no assignment satisfies the factors (after a complete search),
+        or ``incumbent`` is not a 0/1 assignment that satisfies them.
 
     Examples
     --------
@@ -441,7 +462,15 @@ def ad3_map(graph, variable_scores, factor_scores=None, *, gap_tol=1e-6, max_nod
     best_obj = -np.inf
     best_x = None
     best_add = None
-    stack = [(np.full(n, -1, dtype=np.int64), _initial_state(cg), eta)]
+    if incumbent is not None:
+        best_x = _checked_incumbent(incumbent, n)
+        feasible, best_obj, best_add = evaluate(cg, theta, fs, best_x)
+        if not feasible:
+            raise ValueError("ad3_map: incumbent violates a factor of the graph.")
+    root_state, root_eta = _warm_state(cg, warm_start, scale, "ad3_map", producer="ad3")
+    if root_eta is None or not adaptive_eta:
+        root_eta = eta
+    stack = [(np.full(n, -1, dtype=np.int64), root_state, root_eta)]
     n_nodes = 0
     complete = True
 

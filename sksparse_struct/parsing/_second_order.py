@@ -341,8 +341,9 @@ def decode_graph(sog, theta, phi, *, projective, single_root, eta=1.0, max_iter=
     finds on the arc marginals (TurboParser's rounding) is certified as
     the exact MAP when its score reaches the LP's dual bound (within
     ``gap_tol``, relative). Otherwise branch-and-bound (:func:`ad3_map`, at
-    most ``max_nodes`` nodes) looks for the proven MAP; failing that, the
-    best of the rounded tree and branch-and-bound's incumbent is returned.
+    most ``max_nodes`` nodes, its root the LP just solved and the rounded
+    tree its first incumbent) looks for the proven MAP; failing that, the
+    best tree it saw is returned.
 
     Returns
     -------
@@ -361,17 +362,20 @@ def decode_graph(sog, theta, phi, *, projective, single_root, eta=1.0, max_iter=
     tree = DependencyTree(projective=projective, single_root=single_root)
     heads = np.asarray(tree.map(scores), dtype=np.int64)
     cg, th, fs = check_graph_scores(sog.graph, theta, phi, "decode_graph")
-    feasible, value, _ = evaluate(cg, th, fs, _assignment(heads, n).astype(np.int64))
+    x = _assignment(heads, n)
+    feasible, value, _ = evaluate(cg, th, fs, x)
     if feasible and result.dual - value <= gap_tol * max(1.0, abs(value)):
         return heads, CERTIFIED, result
-    try:
-        exact = ad3_map(sog.graph, theta, phi, max_nodes=max_nodes, eta=eta, max_iter=max_iter,
-                        tol=tol)
-    except ValueError:
-        # No assignment found within max_nodes.
+    if max_nodes == 0:
         return heads, ROUNDED, result
-    if exact.optimal:
-        return _heads_of(exact.variables, n), BRANCH_AND_BOUND, result
-    if exact.objective > value:
-        heads = _heads_of(exact.variables, n)
-    return heads, ROUNDED, result
+    # Branch-and-bound from the root LP just solved, with the rounded tree as
+    # the assignment to beat (always feasible unless a fixed score forbids it).
+    try:
+        exact = ad3_map(sog.graph, theta, phi, gap_tol=gap_tol, max_nodes=max_nodes, eta=eta,
+                        max_iter=max_iter, tol=tol, warm_start=result,
+                        incumbent=x if feasible else None)
+    except ValueError:
+        # No incumbent and no assignment found within max_nodes.
+        return heads, ROUNDED, result
+    heads = _heads_of(exact.variables, n)
+    return heads, BRANCH_AND_BOUND if exact.optimal else ROUNDED, result

@@ -96,6 +96,59 @@ def test_map_equals_milp_on_larger_graphs():
         assert res.objective == pytest.approx(ref.objective, rel=1e-6, abs=1e-6)
 
 
+def test_map_warm_start_and_incumbent():
+    # From the root LP already solved and with a known assignment, the search
+    # still ends at the brute-force optimum, and never returns worse than
+    # the incumbent when cut short.
+    rng = np.random.default_rng(21)
+    n_checked = 0
+    for _ in range(40):
+        fg, _ = random_graph(rng, int(rng.integers(3, 10)), int(rng.integers(2, 14)))
+        theta, fs = random_scores(rng, fg)
+        best, best_x = brute_force(fg, theta, fs)
+        if best_x is None:  # no feasible assignment
+            continue
+        root = ad3(fg, theta, fs, tol=1e-8, max_iter=20000)
+        warm = ad3_map(fg, theta, fs, warm_start=root)
+        assert warm.optimal and warm.objective == pytest.approx(best, abs=1e-8)
+        # Every feasible assignment of the graph as the incumbent.
+        cg = fg.compile()
+        for bits in itertools.islice(itertools.product((0, 1), repeat=fg.n_variables), 64):
+            x = np.array(bits, dtype=np.int64)
+            ok, val, _ = evaluate(cg, np.asarray(theta, dtype=float), np.asarray(fs), x)
+            if not ok:
+                continue
+            n_checked += 1
+            res = ad3_map(fg, theta, fs, warm_start=root, incumbent=x)
+            assert res.optimal and res.objective == pytest.approx(best, abs=1e-8)
+            cut = ad3_map(fg, theta, fs, incumbent=x, max_nodes=1)
+            assert cut.objective >= val - 1e-12
+            ok_cut, val_cut, _ = evaluate(cg, np.asarray(theta, dtype=float), np.asarray(fs),
+                                          cut.variables.astype(np.int64))
+            assert ok_cut and val_cut == pytest.approx(cut.objective)
+    assert n_checked > 50
+
+
+def test_map_warm_start_and_incumbent_validation():
+    fg = FactorGraph(3)
+    fg.add_xor([0, 1, 2])
+    theta = np.array([0.1, 0.5, 0.2])
+    with pytest.raises(ValueError, match="incumbent violates"):
+        ad3_map(fg, theta, incumbent=[1, 1, 0])
+    with pytest.raises(ValueError, match="0/1 assignment"):
+        ad3_map(fg, theta, incumbent=[0.5, 0.5, 0])
+    with pytest.raises(ValueError, match=r"shape \(3,\)"):
+        ad3_map(fg, theta, incumbent=[1, 0])
+    with pytest.raises(ValueError, match="AD3Result returned by ad3"):
+        ad3_map(fg, theta, warm_start="root")
+    other = FactorGraph(2)
+    other.add_xor([0, 1])
+    with pytest.raises(ValueError, match="different factor graph"):
+        ad3_map(fg, theta, warm_start=ad3(other, [0.0, 1.0]))
+    res = ad3_map(fg, theta, incumbent=[0, 1, 0], max_nodes=1)
+    assert res.variables.tolist() == [0.0, 1.0, 0.0]
+
+
 def test_map_infeasible_graph():
     fg = FactorGraph(2)
     fg.add_xor([0, 1])

@@ -176,7 +176,20 @@ def test_rounding_when_branch_and_bound_is_cut_short():
         seen.add(status)
         # Always a valid tree with one root word.
         assert DependencyTree(single_root=True).score(heads, arcs) > -np.inf
-        assert _value(sog, theta, phi, heads)[0]
+        feasible, value = _value(sog, theta, phi, heads)
+        assert feasible
+        # Without branch-and-bound: the tree oracle's rounding of the LP's
+        # arc marginals, which branch-and-bound (starting from it) never
+        # makes worse.
+        rounded, status0, result = decode_graph(sog, theta, phi, projective=False,
+                                                single_root=True, max_iter=50, tol=1e-6,
+                                                max_nodes=0)
+        assert status0 in (CERTIFIED, ROUNDED)
+        marginals = np.full((n + 1, n + 1), -np.inf)
+        marginals[sog.candidates] = 0.0
+        marginals += sog.arc_matrix(result.variables)
+        np.testing.assert_array_equal(rounded, DependencyTree(single_root=True).map(marginals))
+        assert value >= _value(sog, theta, phi, rounded)[1] - 1e-12
     assert ROUNDED in seen
 
 

@@ -53,6 +53,34 @@ def test_one_kind_of_second_order_part(data, parts):
     assert uas_score(y, parser.predict(X)) > 0.8
 
 
+def _random_tree(rng, n):
+    order = rng.permutation(np.arange(1, n + 1))
+    heads = np.zeros(n, dtype=np.int64)
+    for i, m in enumerate(order[1:], start=1):
+        heads[m - 1] = order[rng.integers(i)]
+    return heads.tolist()
+
+
+def test_branch_and_bound_budget(data):
+    # Random trees to learn: scores whose relaxation is not always tight.
+    X, _ = data
+    rng = np.random.default_rng(0)
+    y = [_random_tree(rng, len(s)) for s in X]
+    parser = small_parser(loss="hinge", parts=STANDARD, projective=False, max_iter=2,
+                          tol=None).fit(X, y)
+    exact = parser.set_params(bb_max_nodes=10000).predict(X)
+    counts = parser.decoding_counts_
+    assert counts["rounded"] == 0 and counts["branch_and_bound"] > 0
+    rounded = parser.set_params(bb_max_nodes=0).predict(X)
+    assert parser.decoding_counts_ == {**counts, "branch_and_bound": 0,
+                                       "rounded": counts["branch_and_bound"]}
+    assert all(is_tree(h) for h in exact + rounded)
+    with pytest.raises(ValueError, match="bb_max_nodes must be a non-negative integer"):
+        parser.set_params(bb_max_nodes=-1).predict(X)
+    with pytest.raises(ValueError, match="bb_max_nodes"):
+        small_parser(loss="hinge", parts=STANDARD, bb_max_nodes=1.5).fit(X, y)
+
+
 def test_sparse_outputs(data):
     X, y = data
     parser = small_parser(loss="sparsemap", parts=STANDARD, projective=True, max_iter=2,
