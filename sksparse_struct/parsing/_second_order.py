@@ -45,6 +45,7 @@ from ..inference import FactorGraph, ad3, ad3_map
 from ..inference._ad3 import check_graph_scores, evaluate
 from ..structures import DependencyTree, GrandparentHeadAutomaton, HeadAutomaton
 from ..structures._tree import arc_index
+from ._second_order_graph_fast import graph_layout
 
 __all__ = ["CERTIFIED", "BRANCH_AND_BOUND", "ROUNDED", "SecondOrderGraph", "arc_variable",
            "build_graph", "decode_graph", "tree_parts"]
@@ -60,7 +61,6 @@ def arc_variable(h, m, n):
     return (m - 1) * n + np.where(h < m, h, h - 1)
 
 
-_PAIRS = {}
 _AUTOMATA = (HeadAutomaton(), GrandparentHeadAutomaton())
 _SHAPE_PARTS = {}
 
@@ -82,23 +82,6 @@ def shape_parts(G, L):
         if G <= 64 and L <= 64:
             _SHAPE_PARTS[(G, L)] = parts
     return parts
-
-
-def _pairs(size):
-    """``np.triu_indices(size, 1)``: the automaton's sibling pairs ``(j, k)``, ``j < k``."""
-    pairs = _PAIRS.get(size)
-    if pairs is None:
-        pairs = np.triu_indices(size, 1)
-        if size <= 512:
-            _PAIRS[size] = pairs
-    return pairs
-
-
-def _side_modifiers(candidates, h, n, right):
-    """Candidate modifiers of ``h`` on one side, outward (closest first)."""
-    if right:
-        return np.flatnonzero(candidates[h, h + 1:n + 1]) + h + 1
-    return (np.flatnonzero(candidates[h, 1:h]) + 1)[::-1]
 
 
 class SecondOrderGraph:
@@ -265,56 +248,26 @@ def build_graph(n, candidates, *, siblings=True, grandparents=True, projective=F
     tree_scores = np.where(candidates, 0.0, -np.inf)
     fg.add_structure(DependencyTree(projective=projective, single_root=single_root),
                      np.arange(n * n), tree_scores)
-    sib_rows, sib_slots, gp_rows, gp_slots = [], [], [], []
     if not (siblings or grandparents):
         none, no_slots = np.zeros((0, 3), dtype=np.int64), np.zeros(0, dtype=np.int64)
         return SecondOrderGraph(n, candidates, fg, none, no_slots, none, no_slots)
+    shapes, variables, sib_rows, sib_slots, gp_rows, gp_slots, bad_word = graph_layout(
+        candidates, bool(siblings), bool(grandparents))
+    if bad_word >= 0:
+        raise ValueError(f"word {bad_word} has no candidate head.")
+    # The automata in order: the root's first (a plain one: G = 0), then the
+    # words' sides (grandparent automata, G >= 1, or plain ones without
+    # grandparent parts).
     head_automaton, grand_automaton = _AUTOMATA
-    for h in range(n + 1):
-        incoming = np.flatnonzero(candidates[:, h]) if (h >= 1 and grandparents) else None
-        if h >= 1 and grandparents and incoming.shape[0] == 0:
-            raise ValueError(f"word {h} has no candidate head.")
-        for right in (True, False):
-            if h == 0 and not right:
-                continue  # the root's left side is always empty: a constant
-            mods = _side_modifiers(candidates, h, n, right)
-            L = mods.shape[0]
-            if incoming is None and L == 0:
-                # A side with no candidate modifier and no grandparents: its
-                # one structure (the empty side) is a constant.
-                continue
-            if not siblings and (incoming is None or L == 0):
-                # Grandparent parts only: a side without modifiers, or the
-                # root, has none; nothing to score.
-                continue
-            out_vars = arc_variable(h, mods, n)
-            if incoming is None:
-                offset = fg.add_structure_parts(head_automaton, out_vars, shape_parts(0, L))
-            else:
-                G = incoming.shape[0]
-                offset = fg.add_structure_parts(
-                    grand_automaton, np.concatenate([arc_variable(incoming, h, n), out_vars]),
-                    shape_parts(G, L))
-            n_sib = (L + 1) * (L + 2) // 2
-            if siblings:
-                stop = n + 1 if right else -1
-                tokens = np.concatenate([[h], mods, [stop]])
-                j, k = _pairs(L + 2)
-                sib_rows.append(np.stack([np.full(j.shape[0], h), tokens[j], tokens[k]], axis=1))
-                sib_slots.append(offset + np.arange(n_sib))
-            if incoming is not None and L:
-                g_idx, m_idx = np.divmod(np.arange(incoming.shape[0] * L), L)
-                gp_rows.append(np.stack([incoming[g_idx], np.full(g_idx.shape[0], h),
-                                         mods[m_idx]], axis=1))
-                gp_slots.append(offset + n_sib + np.arange(g_idx.shape[0]))
-
-    def cat(parts, width):
-        if not parts:
-            return np.zeros((0, width) if width else 0, dtype=np.int64)
-        return np.ascontiguousarray(np.concatenate(parts).astype(np.int64))
-
-    return SecondOrderGraph(n, candidates, fg, cat(sib_rows, 3), cat(sib_slots, 0),
-                            cat(gp_rows, 3), cat(gp_slots, 0))
+    parts = [shape_parts(G, L) for G, L in shapes.tolist()]
+    n_root = 1 if grandparents and shapes.shape[0] and shapes[0, 0] == 0 else 0
+    if n_root:
+        size = parts[0].eta_u.shape[0]
+        fg.add_structures_parts(head_automaton, variables[:size], parts[:1])
+        variables = variables[size:]
+    fg.add_structures_parts(grand_automaton if grandparents else head_automaton, variables,
+                            parts[n_root:])
+    return SecondOrderGraph(n, candidates, fg, sib_rows, sib_slots, gp_rows, gp_slots)
 
 
 def _heads_of(x, n):

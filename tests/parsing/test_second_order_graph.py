@@ -121,6 +121,89 @@ def test_layout_counts_and_gold():
         assert feasible and value == pytest.approx(theta @ y_u + phi @ y_v, abs=1e-10)
 
 
+def _one_factor_at_a_time(n, candidates, siblings, grandparents, projective, single_root):
+    """The graph of ``build_graph`` built the plain way: per head and side, one
+    ``add_structure`` with the automaton's potentials, parts listed in Python."""
+    from sksparse_struct.structures import GrandparentHeadAutomaton
+
+    cand = np.array(candidates, dtype=bool)
+    cand[:, 0] = False
+    np.fill_diagonal(cand, False)
+    fg = FactorGraph(n * n)
+    fg.add_structure(DependencyTree(projective=projective, single_root=single_root),
+                     np.arange(n * n), np.where(cand, 0.0, -np.inf))
+    sib_rows, sib_slots, gp_rows, gp_slots = [], [], [], []
+    if not (siblings or grandparents):
+        return fg, sib_rows, sib_slots, gp_rows, gp_slots
+    for h in range(n + 1):
+        incoming = [g for g in range(n + 1) if cand[g, h]] if h >= 1 and grandparents else None
+        for right in (True, False):
+            if h == 0 and not right:
+                continue
+            side = range(h + 1, n + 1) if right else range(h - 1, 0, -1)
+            mods = [m for m in side if cand[h, m]]
+            L = len(mods)
+            if incoming is None and L == 0:
+                continue
+            if not siblings and (incoming is None or L == 0):
+                continue
+            out = [arc_variable(h, m, n) for m in mods]
+            if incoming is None:
+                offset = fg.add_structure(HeadAutomaton(), out, np.zeros(L),
+                                          np.zeros((L + 2, L + 2)))
+            else:
+                G = len(incoming)
+                offset = fg.add_structure(
+                    GrandparentHeadAutomaton(), [arc_variable(g, h, n) for g in incoming] + out,
+                    np.zeros(G), np.zeros(L), np.zeros((L + 2, L + 2)), np.zeros((G, L)))
+            tokens = [h] + mods + [n + 1 if right else -1]
+            pairs = [(j, k) for j in range(L + 2) for k in range(j + 1, L + 2)]
+            if siblings:
+                sib_rows += [(h, tokens[j], tokens[k]) for j, k in pairs]
+                sib_slots += [offset + i for i in range(len(pairs))]
+            if incoming is not None:
+                gp_rows += [(g, h, m) for g in incoming for m in mods]
+                gp_slots += [offset + len(pairs) + i for i in range(len(incoming) * L)]
+    return fg, sib_rows, sib_slots, gp_rows, gp_slots
+
+
+@pytest.mark.parametrize("siblings, grandparents", [(True, True), (True, False),
+                                                    (False, True), (False, False)])
+def test_compiled_layout_is_the_one_factor_at_a_time_graph(siblings, grandparents):
+    rng = np.random.default_rng(7 + 2 * siblings + grandparents)
+    for trial in range(60):
+        n = int(rng.integers(1, 13))
+        projective = bool(trial % 2)
+        density = rng.choice([0.15, 0.4, 1.0])
+        cand = rng.random((n + 1, n + 1)) < density
+        tree = _random_tree(n, rng)
+        cand[tree[1:], np.arange(1, n + 1)] = True
+        sog = build_graph(n, cand, siblings=siblings, grandparents=grandparents,
+                          projective=projective, single_root=True)
+        fg, sib_rows, sib_slots, gp_rows, gp_slots = _one_factor_at_a_time(
+            n, cand, siblings, grandparents, projective, True)
+        np.testing.assert_array_equal(sog.siblings, np.array(sib_rows).reshape(-1, 3))
+        np.testing.assert_array_equal(sog.sibling_slots, sib_slots)
+        np.testing.assert_array_equal(sog.grandparents, np.array(gp_rows).reshape(-1, 3))
+        np.testing.assert_array_equal(sog.grandparent_slots, gp_slots)
+        assert sog.graph.n_factors == fg.n_factors
+        np.testing.assert_array_equal(sog.graph.factor_offsets, fg.factor_offsets)
+        got, want = sog.graph.compile(), fg.compile()
+        for name in ("f_type", "f_start", "slot_var", "slot_neg", "f_score", "f_table", "deg"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+        for name in got.structs._fields:
+            np.testing.assert_array_equal(getattr(got.structs, name),
+                                          getattr(want.structs, name), err_msg=name)
+        assert [type(s[1]) for s in got.structures] == [type(s[1]) for s in want.structures]
+
+
+def test_no_candidate_head_is_refused():
+    cand = np.ones((4, 4), dtype=bool)
+    cand[:, 2] = False
+    with pytest.raises(ValueError, match="word 2 has no candidate head"):
+        build_graph(3, cand)
+
+
 def test_head_automaton_check_accepts_every_subset():
     # Sibling scores that make dropping a modifier better must not make an
     # assignment that keeps both infeasible.
@@ -250,3 +333,44 @@ def test_add_structure_parts_is_add_structure():
     np.testing.assert_array_equal(first.variables, second.variables)
     with pytest.raises(ValueError, match="Parts"):
         graphs[1].add_structure_parts(gha, np.arange(5), potentials)
+
+
+def test_add_structures_parts_is_add_structure_parts_in_order():
+    from sksparse_struct.structures import GrandparentHeadAutomaton
+
+    rng = np.random.default_rng(4)
+    gha = GrandparentHeadAutomaton()
+    shapes = [(1, 2), (2, 0), (1, 2), (3, 1)]
+    parts = [gha.encode(np.zeros(G), np.zeros(L), np.zeros((L + 2, L + 2)), np.zeros((G, L)))
+             for G, L in shapes]
+    parts[2] = parts[0]  # shared Parts objects are fine
+    variables = [rng.choice(8, size=G + L, replace=False) for G, L in shapes]
+    one, batch = FactorGraph(8), FactorGraph(8)
+    one.add_xor([0, 1])
+    batch.add_xor([0, 1])
+    offsets = [one.add_structure_parts(gha, v, p) for v, p in zip(variables, parts)]
+    got = batch.add_structures_parts(gha, np.concatenate(variables), parts)
+    np.testing.assert_array_equal(got, offsets)
+    assert batch.n_factors == one.n_factors and batch.n_factor_scores == one.n_factor_scores
+    a, b = one.compile(), batch.compile()
+    for name in ("f_type", "f_start", "slot_var", "f_score", "deg"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    theta, phi = rng.normal(size=8), rng.normal(size=one.n_factor_scores)
+    np.testing.assert_array_equal(ad3(one, theta, phi).variables,
+                                  ad3(batch, theta, phi).variables)
+    assert batch.add_structures_parts(gha, [], []).shape == (0,)
+    flat = np.concatenate(variables)
+    with pytest.raises(ValueError, match="factor 1 of the batch uses a variable twice"):
+        bad = flat.copy()
+        bad[4] = bad[3]
+        FactorGraph(8).add_structures_parts(gha, bad, parts)
+    with pytest.raises(ValueError, match="factor 3 of the batch refers to variable 8"):
+        bad = flat.copy()
+        bad[-1] = 8
+        FactorGraph(8).add_structures_parts(gha, bad, parts)
+    with pytest.raises(ValueError, match="12 unary parts together, got 11"):
+        FactorGraph(8).add_structures_parts(gha, flat[:-1], parts)
+    with pytest.raises(ValueError, match="Parts"):
+        FactorGraph(8).add_structures_parts(gha, flat, [None] * 4)
+    with pytest.raises(ValueError, match="must be integers"):
+        FactorGraph(8).add_structures_parts(gha, flat + 0.5, parts)
