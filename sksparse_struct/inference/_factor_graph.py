@@ -572,9 +572,9 @@ class FactorGraph:
         dense = self._dense_tables()
         structs = _structure_table(self._structures)
         return CompiledGraph(
-            n_variables=self.n_variables, data=GraphData(arrays, dense, structs if self._structures else None),
-            arrays=arrays,
-            dense=dense, structs=structs, f_type=f_type, f_start=f_start,
+            n_variables=self.n_variables,
+            data=GraphData(arrays, dense, structs if self._structures else None),
+            arrays=arrays, dense=dense, structs=structs, f_type=f_type, f_start=f_start,
             slot_var=slot_var, slot_neg=slot_neg, f_score=f_score, f_table=f_table, deg=deg,
             n_scores=self._n_scores, structures=tuple(structures),
             tables=tuple(self._tables), masks=tuple(self._masks), workspaces=[],

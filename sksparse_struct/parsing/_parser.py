@@ -271,7 +271,8 @@ class SparseMAPParser(BaseEstimator):
         Second order, set by every :meth:`predict`: how many sentences were
         decoded ``"certified"`` (the relaxation's tree is provably the best),
         by ``"branch_and_bound"`` or ``"rounded"``, and on how many AD3
-        reached ``lp_max_iter`` (``"lp_not_converged"``).
+        reached ``lp_max_iter`` (``"lp_not_converged"``); ``"lp_iterations"``
+        is the AD3 iterations of the sentences' relaxations, summed.
     token_fields_ : tuple of str or None
         The token fields among ``"lemma"``, ``"upos"``, ``"xpos"`` and
         ``"feats"`` that the training sentences give (for some word: a value
@@ -863,7 +864,7 @@ class SparseMAPParser(BaseEstimator):
     def _decode_second_order(self, treebank, lengths, encoded, model):
         """Heads and labels by AD3 on the pruned graphs; the decoding counts updated."""
         graphs, _ = self._graphs(encoded, lengths)
-        heads, labels, statuses, _, unconverged = decode_second_order(
+        heads, labels, statuses, iterations, unconverged = decode_second_order(
             treebank, model, self._second_order_options(), graphs, self.coef_,
             np.arange(len(lengths)), self._n_threads())
         self.decoding_counts_ = {
@@ -871,6 +872,7 @@ class SparseMAPParser(BaseEstimator):
             "branch_and_bound": int(np.sum(statuses == BRANCH_AND_BOUND)),
             "rounded": int(np.sum(statuses == ROUNDED)),
             "lp_not_converged": int(np.sum(unconverged)),
+            "lp_iterations": int(np.sum(iterations)),
         }
         if self.decoding_counts_["lp_not_converged"]:
             warn(f"SparseMAPParser: AD3 did not converge in lp_max_iter={self.lp_max_iter} "
