@@ -12,9 +12,9 @@ through its MAP oracle, marginals or SparseMAP; ``SparseMAPOptions`` holds the
 settings of the SparseMAP solver it runs (the class of
 :mod:`sksparse_struct.inference`, re-exported here).
 
-``factor_graph_loss`` gives the SparseMAP and margin SparseMAP losses over a
-:class:`~sksparse_struct.inference.FactorGraph` (``FACTOR_GRAPH_LOSSES``),
-through LP-SparseMAP.
+``factor_graph_loss`` gives the hinge, perceptron, SparseMAP and margin
+SparseMAP losses over a :class:`~sksparse_struct.inference.FactorGraph`
+(``FACTOR_GRAPH_LOSSES``), through LP-MAP (AD3) and LP-SparseMAP.
 """
 
 from ._classification import (

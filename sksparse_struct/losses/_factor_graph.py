@@ -1,31 +1,40 @@
-"""The SparseMAP losses over factor graphs, through LP-SparseMAP.
+"""Structured losses over factor graphs: LP-MAP (hinge, perceptron) and LP-SparseMAP.
 
-``structured_loss`` defines the SparseMAP losses for one structure; over a
+``structured_loss`` defines the structured losses for one structure; over a
 :class:`~sksparse_struct.inference.FactorGraph` (structures tied by logic,
 pair and dense factors) the marginal polytope is replaced by the graph's
-local polytope ``L`` and SparseMAP by LP-SparseMAP (Niculae & Martins 2020):
+local polytope ``L``, MAP by LP-MAP (AD3) and SparseMAP by LP-SparseMAP
+(Niculae & Martins 2020):
 
-    loss(theta, phi; y) = max_{(u, v) in L} [theta . u + phi . v - 1/2 ||u||^2
-                                             + cost(u)]
-                          - [theta . y_u + phi . y_v - 1/2 ||y_u||^2]
+    hinge(theta, phi; y) = max_{(u, v) in L} [theta . u + phi . v + cost(u)]
+                           - [theta . y_u + phi . y_v]
+    sparsemap(theta, phi; y) = max_{(u, v) in L} [theta . u + phi . v - 1/2 ||u||^2
+                                                  + cost(u)]
+                               - [theta . y_u + phi . y_v - 1/2 ||y_u||^2]
 
-with ``cost = 0`` for ``"sparsemap"`` and the weighted Hamming distance
-``cost(u) = sum_i c_i |u_i - y_i|`` (affine in ``u`` for a 0/1 ``y``) for
-``"margin_sparsemap"``. Both are convex in the scores and non-negative when
-``y`` is in ``L``; the gradient is ``(u* - y_u, v* - y_v)`` at the maximiser.
+with the weighted Hamming cost ``cost(u) = sum_i c_i |u_i - y_i|`` (affine
+in ``u`` for a 0/1 ``y``) for ``"hinge"`` and ``"margin_sparsemap"``, and
+``cost = 0`` for ``"perceptron"`` and ``"sparsemap"``. All are convex in the
+scores and non-negative when ``y`` is in ``L``; the (sub)gradient is
+``(u* - y_u, v* - y_v)`` at the maximiser. The relaxed hinge is the loss
+structured SVMs over factor graphs train with (Martins et al. 2011), the
+relaxed perceptron its cost-free variant.
 """
 
 from typing import NamedTuple
 
 import numpy as np
 
-from ..inference import lp_sparsemap
+from ..inference import ad3, lp_sparsemap
 from ..inference._ad3 import check_graph_scores
 
 __all__ = ["FactorGraphLoss", "FACTOR_GRAPH_LOSSES", "factor_graph_loss"]
 
 #: The losses :func:`factor_graph_loss` computes.
-FACTOR_GRAPH_LOSSES = ("sparsemap", "margin_sparsemap")
+FACTOR_GRAPH_LOSSES = ("hinge", "perceptron", "sparsemap", "margin_sparsemap")
+# The losses with a cost inside the maximisation, and those solved by LP-MAP.
+_COST_AUGMENTED = ("hinge", "margin_sparsemap")
+_LP_MAP = ("hinge", "perceptron")
 
 
 class FactorGraphLoss(NamedTuple):
@@ -39,8 +48,9 @@ class FactorGraphLoss(NamedTuple):
         ``u* - y_u``.
     grad_factor_scores : ndarray of shape (n_factor_scores,)
         ``v* - y_v``.
-    result : LPSparseMAPResult
-        The solution of the maximisation (for warm starts and diagnostics).
+    result : AD3Result or LPSparseMAPResult
+        The solution of the maximisation (for warm starts and diagnostics):
+        AD3's for the hinge and the perceptron, LP-SparseMAP's otherwise.
     """
 
     value: float
@@ -60,7 +70,7 @@ def _gold(values, size, name):
 
 def factor_graph_loss(graph, variable_scores, factor_scores, y_variables, y_factors=None, *,
                       loss="sparsemap", cost=None, warm_start=None, **solver_options):
-    """A SparseMAP loss over a factor graph, with its gradient (LP-SparseMAP).
+    """A structured loss over a factor graph, with its gradient (LP-MAP or LP-SparseMAP).
 
     Parameters
     ----------
@@ -71,36 +81,43 @@ def factor_graph_loss(graph, variable_scores, factor_scores, y_variables, y_fact
     factor_scores : array-like of shape (graph.n_factor_scores,) or None
         ``phi``, the scores of the scored factors.
     y_variables : array-like of shape (graph.n_variables,)
-        The gold assignment ``y_u`` (0/1 for ``"margin_sparsemap"``; any
-        point of the local polytope for ``"sparsemap"``).
+        The gold assignment ``y_u`` (0/1 for ``"hinge"`` and
+        ``"margin_sparsemap"``; any point of the local polytope for the
+        others).
     y_factors : array-like of shape (graph.n_factor_scores,), default=None
         The gold additional marginals ``y_v`` (e.g. ``x AND y`` of a pair
         factor); required when the graph has scored factors.
-    loss : {"sparsemap", "margin_sparsemap"}, default="sparsemap"
-        Without or with the cost inside the maximisation.
+    loss : {"hinge", "perceptron", "sparsemap", "margin_sparsemap"}, \
+            default="sparsemap"
+        LP-MAP with or without the cost inside the maximisation
+        (``"hinge"``, ``"perceptron"``), or LP-SparseMAP without or with it
+        (``"sparsemap"``, ``"margin_sparsemap"``).
     cost : array-like of shape (graph.n_variables,), default=None
-        With ``"margin_sparsemap"``: the weight ``c_i >= 0`` of a mistake on
-        variable ``i`` in the weighted Hamming cost (ones if None). E.g.
-        ``0.5`` on the variables of a one-of-K group counts a wrong label
-        once, not twice.
-    warm_start : LPSparseMAPResult, default=None
-        Passed to :func:`~sksparse_struct.inference.lp_sparsemap`.
+        With ``"hinge"`` and ``"margin_sparsemap"``: the weight ``c_i >= 0``
+        of a mistake on variable ``i`` in the weighted Hamming cost (ones if
+        None). E.g. ``0.5`` on the variables of a one-of-K group counts a
+        wrong label once, not twice; ``1 - y`` counts only the variables
+        wrongly on (one per wrong label of a one-of-K group, one per word
+        with a wrong head in a tree).
+    warm_start : AD3Result or LPSparseMAPResult, default=None
+        Passed to :func:`~sksparse_struct.inference.ad3` (hinge,
+        perceptron) or :func:`~sksparse_struct.inference.lp_sparsemap`.
     **solver_options
-        ``eta``, ``adaptive_eta``, ``max_iter``, ``tol`` of
-        :func:`~sksparse_struct.inference.lp_sparsemap`.
+        ``eta``, ``adaptive_eta``, ``max_iter``, ``tol`` of the solver.
 
     Returns
     -------
     loss : FactorGraphLoss
         ``value``, ``grad_variable_scores``, ``grad_factor_scores`` and the
-        ``result`` of LP-SparseMAP.
+        ``result`` of the solver.
 
     Notes
     -----
     The value is computed at the solver's solution: non-negative and exact
     up to the solver's tolerance (it is clamped at 0 when rounding takes it
     below). The gold must satisfy the graph's factors for the loss to be
-    non-negative; it is not checked here.
+    non-negative; it is not checked here. The perceptron's gradient is
+    returned whatever the value (it updates on ties too).
 
     Examples
     --------
@@ -127,9 +144,9 @@ def factor_graph_loss(graph, variable_scores, factor_scores, y_variables, y_fact
         y_v = _gold(y_factors, graph.n_factor_scores, "y_factors")
     inner_theta = theta
     offset = 0.0
-    if loss == "margin_sparsemap":
+    if loss in _COST_AUGMENTED:
         if not np.all((y_u == 0.0) | (y_u == 1.0)):
-            raise ValueError("factor_graph_loss: with loss='margin_sparsemap', y_variables "
+            raise ValueError(f"factor_graph_loss: with loss={loss!r}, y_variables "
                              "must be 0/1 (the Hamming cost is affine in u for a 0/1 gold).")
         c = np.ones(graph.n_variables) if cost is None else _gold(cost, graph.n_variables,
                                                                    "cost")
@@ -139,24 +156,41 @@ def factor_graph_loss(graph, variable_scores, factor_scores, y_variables, y_fact
         inner_theta = theta + c * (1.0 - 2.0 * y_u)
         offset = float(c @ y_u)
     elif cost is not None:
-        raise ValueError("factor_graph_loss: cost is for loss='margin_sparsemap'.")
-    result = lp_sparsemap(graph, inner_theta, fs, warm_start=warm_start, **solver_options)
-    gold = float(theta @ y_u) - 0.5 * float(y_u @ y_u) + _fixed_scores(graph, y_u, y_v)
+        raise ValueError(
+            f"factor_graph_loss: cost is for loss='hinge' or 'margin_sparsemap', not {loss!r}.")
+    gold = float(theta @ y_u) + _fixed_scores(graph, y_u, y_v)
+    if loss in _LP_MAP:
+        result = ad3(graph, inner_theta, fs, warm_start=warm_start, **solver_options)
+        objective = result.primal
+    else:
+        result = lp_sparsemap(graph, inner_theta, fs, warm_start=warm_start, **solver_options)
+        objective = result.objective
+        gold -= 0.5 * float(y_u @ y_u)
     if y_v.shape[0]:
         gold += float(fs @ y_v)
-    value = result.objective + offset - gold
+    value = objective + offset - gold
     return FactorGraphLoss(max(value, 0.0), result.variables - y_u, result.factors - y_v,
                            result)
 
 
 def _fixed_scores(graph, y_u, y_v):
     """The structure factors' fixed part scores of the gold (they count in the objective too)."""
-    total = 0.0
     cg = graph.compile()
-    for f, _, parts, offset, n_v in cg.structures:
-        variables = cg.slot_var[cg.f_start[f]:cg.f_start[f + 1]]
-        used = y_u[variables] != 0
-        total += float(parts.eta_u[used] @ y_u[variables][used])
-        if n_v:
-            total += float(parts.eta_v @ y_v[offset:offset + n_v])
+    if not cg.structures:
+        return 0.0
+    # The structure factors come after the other factors, their variables
+    # (slots) in the order of their fixed unary scores.
+    first = cg.structures[0][0]
+    gold_u = y_u[cg.slot_var[cg.f_start[first]:]]
+    used = gold_u != 0  # never 0 * -inf
+    total = float(cg.structs.eta_u[used] @ gold_u[used])
+    eta_v = cg.structs.eta_v
+    if eta_v.shape[0]:
+        v_ptr = cg.structs.v_ptr
+        offsets = np.fromiter((item[3] for item in cg.structures), dtype=np.int64,
+                              count=len(cg.structures))
+        slots = np.repeat(offsets - v_ptr[:-1], np.diff(v_ptr)) + np.arange(eta_v.shape[0])
+        gold_v = y_v[slots]
+        used = gold_v != 0
+        total += float(eta_v[used] @ gold_v[used])
     return total

@@ -1,11 +1,12 @@
 """The second-order parser's training problem and decoding.
 
 Per sentence: the arcs and the sibling / grandparent parts are scored by
-the compiled feature kernels (``_second_order_fast``), the sentence's factor
-graph (``_second_order``, built once per sentence) is solved by AD3 (LP-MAP:
-hinge and perceptron) or LP-SparseMAP (the SparseMAP losses), and the
-gradient with respect to the part scores, ``marginals - gold``, is pushed
-through the features. The learner (``learners.minimize_online``) only sees
+the compiled feature kernels (``_second_order_fast``), the loss over the
+sentence's factor graph (``_second_order``, built once per sentence) comes
+from ``losses.factor_graph_loss`` (LP-MAP by AD3 for the hinge and the
+perceptron, LP-SparseMAP for the SparseMAP losses), and its gradient with
+respect to the part scores, ``marginals - gold``, is pushed through the
+features. The learner (``learners.minimize_online``) only sees
 the online problem interface.
 """
 
@@ -15,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..feature_extraction._part_features_fast import new_part_work
-from ..inference import ad3, lp_sparsemap
+from ..inference import lp_sparsemap
 from ..losses import factor_graph_loss
 from ..losses._kinds_fast import HINGE, MARGIN_SPARSEMAP, PERCEPTRON, SPARSEMAP
 from ..metrics import uas_score
@@ -27,7 +28,8 @@ __all__ = ["SecondOrderOptions", "SecondOrderProblem", "candidate_graphs", "deco
            "sparse_second_order"]
 
 _DECODE_CHUNK = 32
-_LOSS_NAMES = {SPARSEMAP: "sparsemap", MARGIN_SPARSEMAP: "margin_sparsemap"}
+_LOSS_NAMES = {HINGE: "hinge", PERCEPTRON: "perceptron", SPARSEMAP: "sparsemap",
+               MARGIN_SPARSEMAP: "margin_sparsemap"}
 
 
 class SecondOrderOptions(NamedTuple):
@@ -181,21 +183,19 @@ class SecondOrderProblem:
             sog = self.graphs[s]
             y_u, y_v = self._gold_of(s)
             theta, phi = _scores(tb, model, options, s, w, sog, arc_work, part_work)
-            if kind in (SPARSEMAP, MARGIN_SPARSEMAP):
-                # Hamming cost on heads: each word has one head, so half the
-                # arcs' |u - y| counts one per word with a wrong head.
-                out = factor_graph_loss(
-                    sog.graph, theta, phi, y_u, y_v, loss=_LOSS_NAMES[kind],
-                    cost=np.full(y_u.shape[0], 0.5) if kind == MARGIN_SPARSEMAP else None,
-                    eta=options.eta, max_iter=options.max_iter, tol=options.tol)
-                result, loss = out.result, out.value
+            # Hamming cost on heads, one per word with a wrong head: the hinge
+            # weighs the arcs outside the gold 1 (the gold's 0); margin
+            # SparseMAP, whose cost also counts the gold arcs left out, half.
+            if kind == HINGE:
+                cost = 1.0 - y_u
+            elif kind == MARGIN_SPARSEMAP:
+                cost = np.full(y_u.shape[0], 0.5)
             else:
-                if kind == HINGE:
-                    # Cost-augmented LP-MAP: one per word with a wrong head.
-                    theta = theta + (1.0 - y_u)
-                result = ad3(sog.graph, theta, phi, eta=options.eta, max_iter=options.max_iter,
-                             tol=options.tol)
-                loss = result.primal - (theta @ y_u + phi @ y_v)
+                cost = None
+            out = factor_graph_loss(sog.graph, theta, phi, y_u, y_v, loss=_LOSS_NAMES[kind],
+                                    cost=cost, eta=options.eta, max_iter=options.max_iter,
+                                    tol=options.tol)
+            result, loss = out.result, out.value
             unconverged += not result.converged
             if loss <= 0.0 and kind != PERCEPTRON:
                 # Inexact solves can end below the gold's score: no update.

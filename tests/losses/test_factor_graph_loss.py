@@ -1,9 +1,10 @@
-"""The SparseMAP losses over factor graphs: gradients, signs, and the one-structure case."""
+"""The structured losses over factor graphs: gradients, values against an explicit LP, signs,
+and the one-structure case."""
 
 import numpy as np
 import pytest
 
-from sksparse_struct.inference import FactorGraph
+from sksparse_struct.inference import FactorGraph, highs_lp
 from sksparse_struct.losses import factor_graph_loss, structured_loss
 from sksparse_struct.structures import DependencyTree, Sequence
 
@@ -51,17 +52,42 @@ def test_gradient_matches_finite_differences(loss, seed):
         assert grad == pytest.approx(fd, abs=1e-5)
 
 
+@pytest.mark.parametrize("loss", ["hinge", "perceptron"])
+@pytest.mark.parametrize("seed", [0, 1, 2, 4])
+def test_lp_map_losses_against_an_explicit_lp(loss, seed):
+    # The value is the LP's optimum (HiGHS on the explicit local polytope)
+    # with the cost folded into the scores; the gradient is u* - y, which
+    # finite differences confirm (the value is piecewise linear).
+    rng, fg, y_u, y_v = _graph_and_gold(seed)
+    theta, fs = random_scores(rng, fg)
+    cost = rng.uniform(0.5, 2.0, fg.n_variables) if loss == "hinge" else None
+    out = factor_graph_loss(fg, theta, fs, y_u, y_v, loss=loss, cost=cost, tol=1e-9,
+                            max_iter=100000)
+    inner = theta + (cost * (1.0 - 2.0 * y_u) if loss == "hinge" else 0.0)
+    offset = float(cost @ y_u) if loss == "hinge" else 0.0
+    reference = highs_lp(fg, inner, fs).primal + offset - (theta @ y_u + fs @ y_v)
+    assert out.value == pytest.approx(max(reference, 0.0), abs=1e-6)
+    assert out.value >= 0.0
+    eps = 1e-7
+    d_t, d_f = rng.normal(size=theta.shape), rng.normal(size=fs.shape)
+    values = [highs_lp(fg, inner + sign * eps * d_t, fs + sign * eps * d_f).primal
+              for sign in (1, -1)]
+    fd = (values[0] - values[1]) / (2 * eps) - (d_t @ y_u + d_f @ y_v)
+    grad = out.grad_variable_scores @ d_t + out.grad_factor_scores @ d_f
+    assert grad == pytest.approx(fd, abs=1e-4)
+
+
 def test_zero_when_the_gold_wins_by_a_margin():
     _, fg, y_u, y_v = _graph_and_gold(3)
     theta = 50.0 * (2.0 * y_u - 1.0)
     fs = 50.0 * (2.0 * y_v - 1.0)
-    for loss in ("sparsemap", "margin_sparsemap"):
+    for loss in ("hinge", "perceptron", "sparsemap", "margin_sparsemap"):
         out = factor_graph_loss(fg, theta, fs, y_u, y_v, loss=loss, tol=1e-9)
         assert out.value == pytest.approx(0.0, abs=1e-6)
         np.testing.assert_allclose(out.grad_variable_scores, 0.0, atol=1e-6)
 
 
-@pytest.mark.parametrize("loss", ["sparsemap", "margin_sparsemap"])
+@pytest.mark.parametrize("loss", ["hinge", "perceptron", "sparsemap", "margin_sparsemap"])
 def test_one_structure_factor_is_the_structured_loss(loss):
     rng = np.random.default_rng(7)
     n, K = 4, 3
@@ -77,7 +103,8 @@ def test_one_structure_factor_is_the_structured_loss(loss):
     ref_value, grads = structured_loss(Sequence(), unary, trans, y=y, loss=loss)
     g_unary, g_trans = grads[0], grads[1]
     out = factor_graph_loss(fg, unary.ravel(), trans.ravel(), m, h, loss=loss,
-                            cost=cost if loss == "margin_sparsemap" else None, **TIGHT)
+                            cost=cost if loss in ("hinge", "margin_sparsemap") else None,
+                            **TIGHT)
     assert out.value == pytest.approx(ref_value, abs=1e-6)
     np.testing.assert_allclose(out.grad_variable_scores, g_unary.ravel(), atol=1e-6)
     np.testing.assert_allclose(out.grad_factor_scores, g_trans.ravel(), atol=1e-6)
@@ -109,15 +136,17 @@ def test_validation():
     fg.add_pair(0, 1)
     theta, fs, y = np.zeros(3), np.zeros(1), np.array([1.0, 0.0, 0.0])
     with pytest.raises(ValueError, match="loss must be one of"):
-        factor_graph_loss(fg, theta, fs, y, [0.0], loss="hinge")
+        factor_graph_loss(fg, theta, fs, y, [0.0], loss="crf")
     with pytest.raises(ValueError, match="pass y_factors"):
         factor_graph_loss(fg, theta, fs, y)
     with pytest.raises(ValueError, match="y_variables must have shape"):
         factor_graph_loss(fg, theta, fs, y[:2], [0.0])
-    with pytest.raises(ValueError, match="must be 0/1"):
-        factor_graph_loss(fg, theta, fs, [0.5, 0.5, 0.0], [0.0], loss="margin_sparsemap")
-    with pytest.raises(ValueError, match="cost is for loss='margin_sparsemap'"):
-        factor_graph_loss(fg, theta, fs, y, [0.0], cost=np.ones(3))
+    for loss in ("hinge", "margin_sparsemap"):
+        with pytest.raises(ValueError, match=f"loss='{loss}', y_variables must be 0/1"):
+            factor_graph_loss(fg, theta, fs, [0.5, 0.5, 0.0], [0.0], loss=loss)
+    for loss in ("perceptron", "sparsemap"):
+        with pytest.raises(ValueError, match="cost is for loss='hinge' or 'margin_sparsemap'"):
+            factor_graph_loss(fg, theta, fs, y, [0.0], loss=loss, cost=np.ones(3))
     with pytest.raises(ValueError, match="cost must be non-negative"):
         factor_graph_loss(fg, theta, fs, y, [0.0], loss="margin_sparsemap", cost=-np.ones(3))
     with pytest.raises(ValueError, match="graph must be a FactorGraph"):
