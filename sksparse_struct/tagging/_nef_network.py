@@ -72,6 +72,10 @@ class Config(NamedTuple):
     output: str = "softmax"  # or "crf"
     concat_encoder: bool = True
     use_sketch: bool = True  # False when n_steps == 0 (plain BiLSTM tagger)
+    # The scores z of a step enter the (soft) attention mapping as
+    # (z - discount * cumulative attention) / temperature.
+    discount: float = 0.0
+    temperature: float = 1.0
 
 
 _ATTENTION_KERNELS = {SOFTMAX: softmax_attention, SPARSEMAX: sparsemax_attention,
@@ -85,6 +89,12 @@ def attention_forward(kind, z, beta, lengths, n_steps, step, alpha):
         fixed_attention(kind, z, beta, lengths, n_steps, step, alpha)
     else:
         kernel(z, beta, lengths, n_steps, step, alpha)
+
+
+def _rescaled(cfg, kind):
+    """Whether the scores of a step are discounted or tempered (soft attentions only)."""
+    return (kind in _ATTENTION_KERNELS
+            and (cfg.discount != 0.0 or cfg.temperature != 1.0))
 
 
 def _sigmoid(x):
@@ -372,6 +382,8 @@ class Network:
             q = np.tanh(pre[:, :, :Dz])
             g = pre[:, :, Dz:]
             z = self._easiness(p, H_a, S_a) if kind == HARD else q @ v
+            if _rescaled(cfg, kind):
+                z = (z - cfg.discount * beta_a) / cfg.temperature
             alpha = np.empty((B - lo, T))
             attention_forward(kind, np.ascontiguousarray(z), beta_a, batch.lengths[lo:],
                               batch.n_steps[lo:], n, alpha)
@@ -525,7 +537,11 @@ class Network:
         dA = np.zeros((B, T, Dz + Ds))
         dS = dS.copy()
         d_beta = np.zeros((B, T))
-        constrained = kind == CSOFTMAX or kind == CSPARSEMAX
+        # The attention of later steps depends on beta, the attention so far,
+        # through the bounds 1 - beta of the constrained mappings and the
+        # discount of the scores.
+        uses_beta = kind == CSOFTMAX or kind == CSPARSEMAX or (
+            _rescaled(cfg, kind) and cfg.discount != 0.0)
         for n in range(len(steps) - 2, -1, -1):
             lo, S_prev, q, g, t, alpha, beta_prev = steps[n]
             dS_a, d_beta_a = dS[lo:], d_beta[lo:]
@@ -537,11 +553,16 @@ class Network:
                 d_gbar = np.einsum("bt,btd->bd", alpha, dS_a) * (1.0 - t * t)
                 dg = alpha[:, :, None] * d_gbar[:, None, :]
                 d_alpha += np.einsum("btd,bd->bt", g, d_gbar)
-            if constrained:
+            if uses_beta:
                 d_alpha += d_beta_a  # beta^n = beta^{n-1} + alpha^n
             dz = np.empty(alpha.shape)
             attention_backward(kind, alpha, beta_prev, np.ascontiguousarray(d_alpha),
                                batch.lengths[lo:], batch.n_steps[lo:], n, dz, d_beta_a)
+            if _rescaled(cfg, kind):
+                # dz is the gradient w.r.t. (z - discount * beta) / temperature.
+                dz /= cfg.temperature
+                if cfg.discount != 0.0:
+                    d_beta_a -= cfg.discount * dz
             dq = dz[:, :, None] * v * (1.0 - q * q)
             dv[lo:] += np.einsum("bt,btd->bd", dz, q)
             d_pre = np.concatenate([dq, dg], axis=2)

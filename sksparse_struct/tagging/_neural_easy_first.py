@@ -21,6 +21,8 @@ from ._nef_fast import (
     HARD,
     LEFT_TO_RIGHT,
     RIGHT_TO_LEFT,
+    SOFTMAX,
+    SPARSEMAX,
 )
 from ._nef_network import N_AFFIX, Batch, Config, Network
 
@@ -38,6 +40,8 @@ _ADAGRAD_EPS = 1e-8
 # The attentions that cannot take more steps than a sentence has words
 # (each word has one unit of attention, or is visited once).
 _CAPPED = {CSOFTMAX, CSPARSEMAX, HARD, LEFT_TO_RIGHT, RIGHT_TO_LEFT}
+# The attentions computed from scores by a mapping (discount and temperature apply).
+_SOFT = {SOFTMAX, SPARSEMAX, CSOFTMAX, CSPARSEMAX}
 
 
 def _token_text(token, s, i):
@@ -127,6 +131,15 @@ class NeuralEasyFirstTagger(BaseEstimator):
         flows through the choice). "uniform", "left_to_right" (step ``n``
         attends word ``n``) and "right_to_left" are the ablations of the
         paper.
+    discount_factor : float, default=0.0
+        Soft attentions only: each step's scores are lowered by
+        ``discount_factor`` times each word's attention so far before the
+        mapping, steering later steps to words not yet attended (the
+        authors' code has it, the paper does not; 0 leaves them).
+    temperature : float, default=1.0
+        Soft attentions only: the (discounted) scores are divided by it
+        before the mapping, as in the authors' code; above 1 spreads the
+        attention, below 1 sharpens it.
     window : int, default=2
         The context of a word is the encoder states and sketches of the
         words at most ``window`` positions away.
@@ -240,6 +253,8 @@ default=64, 50, 50, 50, 50
         "n_steps": [Interval(Integral, 0, None, closed="left"), StrOptions({"L"})],
         "state": [StrOptions({"full", "single"})],
         "attention": [StrOptions(set(ATTENTIONS))],
+        "discount_factor": [Interval(Real, 0, None, closed="left")],
+        "temperature": [Interval(Real, 0, None, closed="neither")],
         "window": [Interval(Integral, 0, None, closed="left")],
         "output": [StrOptions({"softmax", "crf"})],
         "concat_encoder": ["boolean"],
@@ -269,6 +284,8 @@ default=64, 50, 50, 50, 50
         *,
         state="full",
         attention="csoftmax",
+        discount_factor=0.0,
+        temperature=1.0,
         window=2,
         output="softmax",
         concat_encoder=True,
@@ -294,6 +311,8 @@ default=64, 50, 50, 50, 50
         self.n_steps = n_steps
         self.state = state
         self.attention = attention
+        self.discount_factor = discount_factor
+        self.temperature = temperature
         self.window = window
         self.output = output
         self.concat_encoder = concat_encoder
@@ -408,6 +427,8 @@ default=64, 50, 50, 50, 50
             output=self.output,
             concat_encoder=self.concat_encoder,
             use_sketch=self.n_steps != 0,
+            discount=float(self.discount_factor),
+            temperature=float(self.temperature),
         )
 
     def _class_weights(self, gold):
@@ -450,6 +471,12 @@ default=64, 50, 50, 50, 50
         -------
         self : NeuralEasyFirstTagger
         """
+        if ATTENTIONS[self.attention] not in _SOFT and (self.discount_factor != 0
+                                                       or self.temperature != 1):
+            raise ValueError(
+                f"discount_factor and temperature apply to the soft attentions (softmax, "
+                f"sparsemax, csoftmax, csparsemax), not attention={self.attention!r}; leave "
+                "them at 0 and 1.")
         sentences = _sentences(X)
         tags = self._labels(y, [len(s) for s in sentences])
         flat = [t for seq in tags for t in seq]

@@ -137,6 +137,34 @@ def test_sketch_steps_gradient(attention, state):
     _check_loss_gradient(net, theta, batch)
 
 
+@pytest.mark.parametrize("state", ["full", "single"])
+@pytest.mark.parametrize("attention", ["softmax", "sparsemax", "csoftmax", "csparsemax"])
+def test_discounted_tempered_attention_gradient(attention, state):
+    # The discount makes each step's attention depend on the earlier steps'
+    # through the scores (the authors' cumulative-attention penalty): the
+    # gradient must flow back through it.
+    net, theta, rng = _tiny(attention=attention, state=state, discount=0.7, temperature=0.6)
+    batch = _batch(rng, [4, 2, 3], 6, 7, 3, [4, 2, 2])
+    _check_loss_gradient(net, theta, batch)
+
+
+def test_discount_and_temperature_change_the_attention_and_defaults_do_not():
+    net, theta, rng = _tiny(attention="sparsemax")
+    batch = _batch(rng, [5, 3], 6, 7, 3, [5, 3])
+    plain = net.forward(theta, batch, record_attention=True)[1]["attention"]
+    same = Network(net.config._replace(discount=0.0, temperature=1.0))
+    np.testing.assert_array_equal(
+        same.forward(theta, batch, record_attention=True)[1]["attention"], plain)
+    steered = Network(net.config._replace(discount=50.0)).forward(
+        theta, batch, record_attention=True)[1]["attention"]
+    # Without a discount this sparsemax keeps returning to the last two words
+    # (2.2 and 1.8 units over 5 steps); a large one spreads the steps over
+    # every word.
+    before, after = plain[0].sum(axis=0)[:5], steered[0].sum(axis=0)[:5]
+    assert before.max() > 2.0 and before.min() < 0.2
+    assert after.max() < 1.3 and after.min() > 0.7
+
+
 @pytest.mark.parametrize("attention", ["csoftmax", "softmax"])
 def test_crf_output_layer_gradient(attention):
     net, theta, rng = _tiny(attention=attention, output="crf")

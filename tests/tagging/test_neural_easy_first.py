@@ -68,6 +68,24 @@ def test_attention_shapes_and_units(toy):
         assert tagger.predict(sentences)[2] == []
 
 
+def test_discount_factor_and_temperature(toy):
+    (X, y), (X_test, y_test) = toy
+    options = dict(attention="sparsemax", max_epochs=4, batch_size=8, random_state=0, **SMALL)
+    plain = NeuralEasyFirstTagger(**options).fit(X, y)
+    # The defaults are the mapping of the scores as they are.
+    same = NeuralEasyFirstTagger(discount_factor=0.0, temperature=1.0, **options).fit(X, y)
+    np.testing.assert_array_equal(plain.params_, same.params_)
+    steered = NeuralEasyFirstTagger(discount_factor=5.0, temperature=0.5, **options).fit(X, y)
+    assert steered.score(X_test, y_test) >= 0.9
+    assert not np.array_equal(plain.params_, steered.params_)
+    for attention in ("hard", "uniform"):
+        with pytest.raises(ValueError, match="apply to the soft attentions"):
+            NeuralEasyFirstTagger(attention=attention, discount_factor=1.0,
+                                  **SMALL).fit(X, y)
+    with pytest.raises(ValueError, match="temperature"):
+        NeuralEasyFirstTagger(temperature=0.0, **SMALL).fit(X, y)
+
+
 @pytest.mark.parametrize("attention", ["left_to_right", "right_to_left", "uniform"])
 def test_ablations_run(toy, attention):
     (X, y), _ = toy
