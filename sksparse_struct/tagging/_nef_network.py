@@ -384,6 +384,10 @@ class Network:
             z = self._easiness(p, H_a, S_a) if kind == HARD else q @ v
             if _rescaled(cfg, kind):
                 z = (z - cfg.discount * beta_a) / cfg.temperature
+            if not np.isfinite(z).all():
+                # Only diverged parameters get here; the attention kernels
+                # must not see it (the estimator reports it).
+                raise FloatingPointError("the attention scores are not finite")
             alpha = np.empty((B - lo, T))
             attention_forward(kind, np.ascontiguousarray(z), beta_a, batch.lengths[lo:],
                               batch.n_steps[lo:], n, alpha)

@@ -528,16 +528,28 @@ default=64, 50, 50, 50, 50
                 total, count = 0.0, 0
                 for ids in self._minibatches(train, word_ids, rng):
                     seeds = rng.randint(np.iinfo(np.int32).max, size=_BATCH_PARTS)
-                    value, dense, idx, emb = self._gradient(
-                        theta, ids, word_ids, affix_ids, gold, class_weight, seeds, pool)
+                    try:
+                        value, dense, idx, emb = self._gradient(
+                            theta, ids, word_ids, affix_ids, gold, class_weight, seeds, pool)
+                    except FloatingPointError:
+                        value = np.nan
+                    if not (np.isfinite(value) and np.isfinite(dense).all()
+                            and np.isfinite(emb).all()):
+                        raise ValueError(self._diverged(epoch))
                     total += value * len(ids)
                     count += len(ids)
-                    self._adagrad(theta, accum, dense, idx, emb, n_emb)
+                    with np.errstate(all="ignore"):  # checked above and below
+                        self._adagrad(theta, accum, dense, idx, emb, n_emb)
+                if not np.isfinite(theta).all():
+                    raise ValueError(self._diverged(epoch))
                 self.loss_curve_.append(total / count)
                 self.n_iter_ = epoch + 1
                 score = None
                 if n_valid:
-                    pred = self._predict_ids(theta, valid, word_ids, affix_ids, pool)
+                    try:
+                        pred = self._predict_ids(theta, valid, word_ids, affix_ids, pool)
+                    except FloatingPointError:
+                        raise ValueError(self._diverged(epoch)) from None
                     correct = sum(int((p == gold[i]).sum()) for p, i in zip(pred, valid))
                     score = correct / sum(len(gold[i]) for i in valid)
                     self.validation_scores_.append(score)
@@ -550,6 +562,12 @@ default=64, 50, 50, 50, 50
                     break
         self.params_ = best_theta if n_valid else theta
         return self
+
+    def _diverged(self, epoch):
+        return (f"NeuralEasyFirstTagger: training diverged in epoch {epoch + 1}: the loss, "
+                "its gradient or the parameters are no longer finite numbers. Lower "
+                f"learning_rate (now {self.learning_rate!r}) or clip_norm (now "
+                f"{self.clip_norm!r}).")
 
     def _minibatches(self, train, word_ids, rng):
         """Shuffled mini-batches of sentences of similar lengths."""
@@ -572,9 +590,11 @@ default=64, 50, 50, 50, 50
 
         def run(k):
             batch = self._batch(parts[k], word_ids, affix_ids, gold)
-            value, grads = net.loss(theta, batch, class_weight,
-                                    rng=np.random.default_rng(seeds[k]), dropout=self.dropout,
-                                    clip_norm=self.clip_norm)
+            # Overflows are not warned about: a non-finite result is an error (fit).
+            with np.errstate(all="ignore"):
+                value, grads = net.loss(theta, batch, class_weight,
+                                        rng=np.random.default_rng(seeds[k]),
+                                        dropout=self.dropout, clip_norm=self.clip_norm)
             return value, grads, len(parts[k])
 
         results = list(pool.map(run, range(len(parts))))
@@ -625,7 +645,8 @@ default=64, 50, 50, 50, 50
 
         def run(chunk):
             batch = self._batch(chunk, word_ids, affix_ids)
-            return batch, net.predict(theta, batch, record_attention=record_attention)
+            with np.errstate(all="ignore"):  # a non-finite score raises (fit)
+                return batch, net.predict(theta, batch, record_attention=record_attention)
 
         found = {}
         for chunk, (batch, (tags, att)) in zip(chunks, pool.map(run, chunks)):

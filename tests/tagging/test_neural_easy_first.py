@@ -1,6 +1,7 @@
 """NeuralEasyFirstTagger: learning, attention, the scikit-learn contract, bad input."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -66,6 +67,17 @@ def test_attention_shapes_and_units(toy):
             if n_steps == "L" and a.size:
                 np.testing.assert_allclose(a.sum(axis=0), 1.0, atol=1e-9)
         assert tagger.predict(sentences)[2] == []
+
+
+@pytest.mark.parametrize("attention", ["csoftmax", "sparsemax", "softmax", "hard"])
+def test_a_diverging_fit_stops_with_a_clear_error(toy, attention):
+    (X, y), _ = toy
+    tagger = NeuralEasyFirstTagger(attention=attention, learning_rate=1e300, max_epochs=2,
+                                   random_state=0, **SMALL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy overflow warning on the way either
+        with pytest.raises(ValueError, match="training diverged in epoch 1.*learning_rate"):
+            tagger.fit(X[:60], y[:60])
 
 
 def test_discount_factor_and_temperature(toy):
