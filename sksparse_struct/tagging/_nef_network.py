@@ -78,6 +78,24 @@ class Config(NamedTuple):
     temperature: float = 1.0
 
 
+# Above this many bytes of per-step arrays in a batch, the sketch steps keep
+# checkpoints and backward recomputes (Network._sketch_forward).
+_STEP_CACHE_BYTES = 256 * 2 ** 20
+
+
+class _SketchCache(NamedTuple):
+    """What backward needs of the sketch steps (see ``Network._sketch_forward``)."""
+
+    entries: list  # every step's arrays (every == 1), else empty
+    checkpoints: dict  # step -> (sketches, attention so far) before it (every > 1)
+    every: int
+    A: np.ndarray  # the encoder part of the context's affine map
+    Hwin: np.ndarray
+    Hs: np.ndarray
+    first: np.ndarray
+    n_max: int
+
+
 _ATTENTION_KERNELS = {SOFTMAX: softmax_attention, SPARSEMAX: sparsemax_attention,
                       CSOFTMAX: csoftmax_attention, CSPARSEMAX: csparsemax_attention}
 
@@ -361,53 +379,104 @@ class Network:
         return (o_in @ p["out_W"] + p["out_b"]).max(axis=2)
 
     def _sketch_forward(self, p, Hs, batch, need_cache, record_attention):
+        """The sketch steps: final sketches, what backward needs, the attention if asked.
+
+        Backward needs every step's intermediate arrays, ``O(T)`` vectors of
+        the sketch and attention sizes per step: ``O(N T dim)`` in all, 6 GB
+        for one sentence of 2,000 words with ``n_steps="L"``. When a batch's
+        would exceed ``_STEP_CACHE_BYTES``, only the attention of each step
+        and the sketches every ``sqrt(N)`` steps are kept, and backward
+        recomputes one stretch of steps at a time from them (the same
+        operations on the same values: the same results, for one more
+        forward pass over the steps).
+        """
         cfg = self.config
         B, T, _ = Hs.shape
-        w, Ds, Dz = cfg.window, cfg.sketch_dim, cfg.attention_dim
+        w = cfg.window
         kind = ATTENTIONS[cfg.attention]
         Hwin = _window(Hs, w)
         A = Hwin @ p["ctx_Wh"] + p["ctx_b"]
-        S = np.zeros((B, T, Ds))
+        S = np.zeros((B, T, cfg.sketch_dim))
         beta = np.zeros((B, T))
         n_max = int(batch.n_steps.max()) if B else 0
-        steps = []
         attention = np.zeros((B, n_max, T)) if record_attention else None
-        Ws, v = p["ctx_Ws"], p["att_v"]
         first = _first_active(batch.n_steps, n_max)
+        every = self._checkpoint_every(B, T, n_max) if need_cache else 0
+        entries, checkpoints = [], {}
         for n in range(n_max):
-            # rows before `lo` have taken all their steps: they are left alone
-            lo = first[n]
-            S_a, H_a, beta_a = S[lo:], Hs[lo:], beta[lo:]
-            pre = A[lo:] + _window(S_a, w) @ Ws
-            q = np.tanh(pre[:, :, :Dz])
-            g = pre[:, :, Dz:]
-            z = self._easiness(p, H_a, S_a) if kind == HARD else q @ v
-            if _rescaled(cfg, kind):
-                z = (z - cfg.discount * beta_a) / cfg.temperature
-            if not np.isfinite(z).all():
-                # Only diverged parameters get here; the attention kernels
-                # must not see it (the estimator reports it).
-                raise FloatingPointError("the attention scores are not finite")
-            alpha = np.empty((B - lo, T))
-            attention_forward(kind, np.ascontiguousarray(z), beta_a, batch.lengths[lo:],
-                              batch.n_steps[lo:], n, alpha)
-            if cfg.state == "full":
-                t = np.tanh(g)
-                upd = alpha[:, :, None] * t
-            else:
-                t = np.tanh(np.einsum("bt,btd->bd", alpha, g))
-                upd = alpha[:, :, None] * t[:, None, :]
-            if need_cache:
-                steps.append((lo, S_a, q, g, t, alpha, beta_a))
+            if every > 1 and n % every == 0:
+                checkpoints[n] = (S, beta)  # never modified in place: the steps copy
+            S, beta, entry = self._sketch_step(p, A, Hs, S, beta, first[n], n, batch, kind,
+                                               copy=need_cache)
+            if every == 1:
+                entries.append(entry)
             if record_attention:
-                attention[lo:, n] = alpha
-            S = S.copy()  # the cache keeps the sketches of every step
-            S[lo:] += upd
-            beta = beta.copy()
-            beta[lo:] += alpha
+                attention[first[n]:, n] = entry[5]
+        steps = None
         if need_cache:
-            steps.append(Hwin)
+            steps = _SketchCache(entries, checkpoints, every, A, Hwin, Hs, first, n_max)
         return S, steps, attention
+
+    def _checkpoint_every(self, B, T, n_max):
+        """1 (keep every step) or the stretch of steps between kept sketches."""
+        cfg = self.config
+        per_step = B * T * (3 * cfg.sketch_dim + cfg.attention_dim + 2) * 8
+        if n_max * per_step <= _STEP_CACHE_BYTES:
+            return 1
+        return max(2, int(np.ceil(np.sqrt(n_max))))
+
+    def _sketch_step(self, p, A, Hs, S, beta, lo, n, batch, kind, copy=True):
+        """Sketch step ``n`` on the rows ``lo:``: new sketches and attention so far, and the
+        step's arrays for backward ``(lo, S_prev, q, g, t, alpha, beta_prev)``.
+
+        With ``copy`` the new sketches and attention are new arrays (the old
+        ones stay as backward needs them); without, they are updated in place.
+        """
+        cfg = self.config
+        w, Dz = cfg.window, cfg.attention_dim
+        B, T = beta.shape
+        S_a, H_a, beta_a = S[lo:], Hs[lo:], beta[lo:]
+        pre = A[lo:] + _window(S_a, w) @ p["ctx_Ws"]
+        q = np.tanh(pre[:, :, :Dz])
+        g = pre[:, :, Dz:]
+        z = self._easiness(p, H_a, S_a) if kind == HARD else q @ p["att_v"]
+        if _rescaled(cfg, kind):
+            z = (z - cfg.discount * beta_a) / cfg.temperature
+        if not np.isfinite(z).all():
+            # Only diverged parameters get here; the attention kernels must
+            # not see it (the estimator reports it).
+            raise FloatingPointError("the attention scores are not finite")
+        alpha = np.empty((B - lo, T))
+        attention_forward(kind, np.ascontiguousarray(z), beta_a, batch.lengths[lo:],
+                          batch.n_steps[lo:], n, alpha)
+        if cfg.state == "full":
+            t = np.tanh(g)
+            upd = alpha[:, :, None] * t
+        else:
+            t = np.tanh(np.einsum("bt,btd->bd", alpha, g))
+            upd = alpha[:, :, None] * t[:, None, :]
+        entry = (lo, S_a, q, g, t, alpha, beta_a)
+        if copy:
+            S = S.copy()
+            beta = beta.copy()
+        S[lo:] += upd
+        beta[lo:] += alpha
+        return S, beta, entry
+
+    def _steps_backward_order(self, p, steps, batch, kind):
+        """Every step's arrays, last step first (recomputed stretch by stretch if needed)."""
+        if steps.every == 1:
+            yield from reversed(steps.entries)
+            return
+        starts = sorted(steps.checkpoints)
+        for c in reversed(starts):
+            S, beta = steps.checkpoints[c]
+            stretch = []
+            for n in range(c, min(c + steps.every, steps.n_max)):
+                S, beta, entry = self._sketch_step(p, steps.A, steps.Hs, S, beta,
+                                                   steps.first[n], n, batch, kind)
+                stretch.append(entry)
+            yield from reversed(stretch)
 
     # -- loss and backward --------------------------------------------------------------------
 
@@ -531,7 +600,7 @@ class Network:
         cfg = self.config
         batch = cache["batch"]
         steps = cache["steps"]
-        Hwin = steps[-1]
+        Hwin = steps.Hwin
         B, T, _ = dS.shape
         w, Ds, Dz = cfg.window, cfg.sketch_dim, cfg.attention_dim
         kind = ATTENTIONS[cfg.attention]
@@ -546,8 +615,10 @@ class Network:
         # discount of the scores.
         uses_beta = kind == CSOFTMAX or kind == CSPARSEMAX or (
             _rescaled(cfg, kind) and cfg.discount != 0.0)
-        for n in range(len(steps) - 2, -1, -1):
-            lo, S_prev, q, g, t, alpha, beta_prev = steps[n]
+        n = steps.n_max
+        for lo, S_prev, q, g, t, alpha, beta_prev in self._steps_backward_order(
+                p, steps, batch, kind):
+            n -= 1
             dS_a, d_beta_a = dS[lo:], d_beta[lo:]
             if cfg.state == "full":
                 d_alpha = np.einsum("btd,btd->bt", dS_a, t)

@@ -10,6 +10,7 @@ of attention per word when N = L, hard attention visits each word once.
 import numpy as np
 import pytest
 
+from sksparse_struct.tagging import _nef_network as nef_network
 from sksparse_struct.tagging._nef_fast import ATTENTIONS
 from sksparse_struct.tagging._nef_network import (
     Batch,
@@ -163,6 +164,29 @@ def test_discount_and_temperature_change_the_attention_and_defaults_do_not():
     before, after = plain[0].sum(axis=0)[:5], steered[0].sum(axis=0)[:5]
     assert before.max() > 2.0 and before.min() < 0.2
     assert after.max() < 1.3 and after.min() > 0.7
+
+
+@pytest.mark.parametrize("options", [
+    dict(attention="csoftmax"), dict(attention="sparsemax", state="single"),
+    dict(attention="hard"), dict(attention="softmax", discount=0.5, temperature=2.0),
+    dict(attention="csparsemax", output="crf")])
+def test_checkpointed_sketch_steps_give_the_same_gradient(monkeypatch, options):
+    # Long sentences keep only checkpoints of the sketch steps and recompute
+    # them in backward: the same arithmetic, so the same bits.
+    net, theta, rng = _tiny(**options)
+    batch = _batch(rng, [7, 5, 6], 6, 7, 3, [7, 3, 6])
+    value, grads = net.loss(theta, batch, rng=np.random.default_rng(5), dropout=0.2)
+    monkeypatch.setattr(nef_network, "_STEP_CACHE_BYTES", 0)
+    assert net._checkpoint_every(3, 7, 7) == 3
+    cached, again = net.loss(theta, batch, rng=np.random.default_rng(5), dropout=0.2)
+    assert cached == value
+    for name in grads:
+        a, b = grads[name], again[name]
+        if isinstance(a, tuple):  # embedding tables: (rows, values)
+            for x, y in zip(a, b):
+                np.testing.assert_array_equal(x, y, err_msg=name)
+        else:
+            np.testing.assert_array_equal(a, b, err_msg=name)
 
 
 @pytest.mark.parametrize("attention", ["csoftmax", "softmax"])
