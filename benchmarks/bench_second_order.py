@@ -36,8 +36,8 @@ pruner keeps (what pruning alone costs).
 A second table measures the relaxation of each second-order parser on the
 development set: the share of sentences certified, the mean AD3
 iterations, the sentences at the iteration cap, and UAS three ways: the
-rounded relaxation alone (``bb_max_nodes=0``), the default
-(``bb_max_nodes=4``) and exact decoding (branch-and-bound up to
+rounded relaxation alone (``max_bb_nodes=0``), the default
+(``max_bb_nodes=4``) and exact decoding (branch-and-bound up to
 ``EXACT_NODES`` nodes; the sentences left unproven are counted).
 """
 
@@ -188,15 +188,15 @@ EXACT_NODES = 1000
 
 def relaxation_quality(model, X, heads, uas_score):
     """Certified %, mean AD3 iterations, iteration cap, UAS rounded / default / exact, unproven."""
-    default = model.bb_max_nodes
+    default = model.max_bb_nodes
     out = {}
     for nodes in (0, default, EXACT_NODES):
-        model.set_params(bb_max_nodes=nodes)
+        model.set_params(max_bb_nodes=nodes)
         with warnings.catch_warnings():  # the iteration cap is a column of the table
             warnings.simplefilter("ignore")
             predicted = model.predict(X)
         out[nodes] = (100 * uas_score(heads, predicted), dict(model.decoding_counts_))
-    model.set_params(bb_max_nodes=default)
+    model.set_params(max_bb_nodes=default)
     counts = out[default][1]
     n = len(X)
     return [f"{100 * counts['certified'] / n:.1f}", f"{counts['lp_iterations'] / n:.1f}",

@@ -199,7 +199,7 @@ class SparseMAPParser(BaseEstimator):
         decoding.
     lp_tol : float, default=1e-4
         Second order: AD3's tolerance on its residuals.
-    bb_max_nodes : int, default=4
+    max_bb_nodes : int, default=4
         Second order, decoding: branch-and-bound nodes (LP solves, the
         first one already done) spent on a sentence whose relaxed tree is
         not certified optimal. ``0`` keeps the rounded tree at once
@@ -338,7 +338,7 @@ class SparseMAPParser(BaseEstimator):
         "pruner_max_iter": [Interval(Integral, 1, None, closed="left")],
         "lp_max_iter": [Interval(Integral, 1, None, closed="left")],
         "lp_tol": [Interval(Real, 0, None, closed="neither")],
-        "bb_max_nodes": [Interval(Integral, 0, None, closed="left")],
+        "max_bb_nodes": [Interval(Integral, 0, None, closed="left")],
         "warm_start": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -369,7 +369,7 @@ class SparseMAPParser(BaseEstimator):
         pruner_max_iter=5,
         lp_max_iter=500,
         lp_tol=1e-4,
-        bb_max_nodes=4,
+        max_bb_nodes=4,
         warm_start=False,
         random_state=None,
         verbose=0,
@@ -396,7 +396,7 @@ class SparseMAPParser(BaseEstimator):
         self.pruner_max_iter = pruner_max_iter
         self.lp_max_iter = lp_max_iter
         self.lp_tol = lp_tol
-        self.bb_max_nodes = bb_max_nodes
+        self.max_bb_nodes = max_bb_nodes
         self.warm_start = warm_start
         self.random_state = random_state
         self.verbose = verbose
@@ -641,13 +641,13 @@ class SparseMAPParser(BaseEstimator):
         return siblings, grandparents
 
     def _second_order_options(self):
-        # bb_max_nodes only matters when decoding: it may be changed after fit.
-        nodes = self.bb_max_nodes
+        # max_bb_nodes only matters when decoding: it may be changed after fit.
+        nodes = self.max_bb_nodes
         if isinstance(nodes, bool) or not isinstance(nodes, Integral) or nodes < 0:
             raise ValueError(
-                f"bb_max_nodes must be a non-negative integer, got {nodes!r}.")
+                f"max_bb_nodes must be a non-negative integer, got {nodes!r}.")
         return SecondOrderOptions(tags=TAGS_BOTH, eta=1.0, max_iter=int(self.lp_max_iter),
-                                  tol=float(self.lp_tol), max_nodes=int(self.bb_max_nodes))
+                                  tol=float(self.lp_tol), max_nodes=int(self.max_bb_nodes))
 
     def _pruner(self, random_state):
         """The first-order parser whose arc posteriors prune the candidate arcs."""

@@ -68,17 +68,17 @@ def test_branch_and_bound_budget(data):
     y = [_random_tree(rng, len(s)) for s in X]
     parser = small_parser(loss="hinge", parts=STANDARD, projective=False, max_iter=2,
                           tol=None).fit(X, y)
-    exact = parser.set_params(bb_max_nodes=10000).predict(X)
+    exact = parser.set_params(max_bb_nodes=10000).predict(X)
     counts = parser.decoding_counts_
     assert counts["rounded"] == 0 and counts["branch_and_bound"] > 0
-    rounded = parser.set_params(bb_max_nodes=0).predict(X)
+    rounded = parser.set_params(max_bb_nodes=0).predict(X)
     assert parser.decoding_counts_ == {**counts, "branch_and_bound": 0,
                                        "rounded": counts["branch_and_bound"]}
     assert all(is_tree(h) for h in exact + rounded)
-    with pytest.raises(ValueError, match="bb_max_nodes must be a non-negative integer"):
-        parser.set_params(bb_max_nodes=-1).predict(X)
-    with pytest.raises(ValueError, match="bb_max_nodes"):
-        small_parser(loss="hinge", parts=STANDARD, bb_max_nodes=1.5).fit(X, y)
+    with pytest.raises(ValueError, match="max_bb_nodes must be a non-negative integer"):
+        parser.set_params(max_bb_nodes=-1).predict(X)
+    with pytest.raises(ValueError, match="max_bb_nodes"):
+        small_parser(loss="hinge", parts=STANDARD, max_bb_nodes=1.5).fit(X, y)
 
 
 def test_sparse_outputs(data):
