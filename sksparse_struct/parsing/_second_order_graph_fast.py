@@ -31,6 +31,43 @@ def _side_width(h, n, right):
     return n - h if right else h - 1
 
 
+@njit(inline="always")
+def _incoming(candidates, h, n, has_inc, incoming):
+    """The candidate heads of ``h`` into ``incoming`` (ascending); their number (0 if not
+    ``has_inc``)."""
+    G = 0
+    if has_inc:
+        for g in range(n + 1):
+            if candidates[g, h]:
+                incoming[G] = g
+                G += 1
+    return G
+
+
+@njit(inline="always")
+def _side(candidates, h, n, right, tokens):
+    """``tokens[0] = h``, then the candidate modifiers of one side, outward; their number."""
+    tokens[0] = h
+    L = 0
+    for i in range(_side_width(h, n, right)):
+        m = _modifier(h, right, i)
+        if candidates[h, m]:
+            L += 1
+            tokens[L] = m
+    return L
+
+
+@njit(inline="always")
+def _has_automaton(h, right, has_inc, L, siblings):
+    """Whether a head side gets an automaton (module docstring of ``graph_layout``)."""
+    if h == 0 and not right:
+        return False  # the root's left side is always empty: a constant
+    if not has_inc and L == 0:
+        return False  # no variable at all: a constant
+    # Grandparent parts only: a side without modifiers or grandparents has none.
+    return siblings or (has_inc and L > 0)
+
+
 @njit
 def graph_layout(candidates, siblings, grandparents):
     """The automata of a second-order graph, in the order ``build_graph`` adds them.
@@ -64,107 +101,69 @@ def graph_layout(candidates, siblings, grandparents):
         (the graph cannot be built), else -1.
     """
     n = candidates.shape[0] - 1
-    # Pass 1: sizes.
-    n_auto = 0
-    n_var = 0
-    n_sib = 0
-    n_gp = 0
-    for h in range(n + 1):
-        has_inc = h >= 1 and grandparents
-        G = 0
-        if has_inc:
-            for g in range(n + 1):
-                if candidates[g, h]:
-                    G += 1
-            if G == 0:
-                empty = np.zeros((0, 3), dtype=np.int64)
-                none = np.zeros(0, dtype=np.int64)
-                return np.zeros((0, 2), dtype=np.int64), none, empty, none, empty, none, h
-        for side in range(2):
-            right = side == 0
-            if h == 0 and not right:
-                continue
-            L = 0
-            for i in range(_side_width(h, n, right)):
-                if candidates[h, _modifier(h, right, i)]:
-                    L += 1
-            if not has_inc and L == 0:
-                continue
-            if not siblings and (not has_inc or L == 0):
-                continue
-            n_auto += 1
-            n_var += L + G
-            if siblings:
-                n_sib += (L + 1) * (L + 2) // 2
-            if has_inc:
-                n_gp += G * L
-    shapes = np.empty((n_auto, 2), dtype=np.int64)
-    variables = np.empty(n_var, dtype=np.int64)
-    sib_rows = np.empty((n_sib, 3), dtype=np.int64)
-    sib_slots = np.empty(n_sib, dtype=np.int64)
-    gp_rows = np.empty((n_gp, 3), dtype=np.int64)
-    gp_slots = np.empty(n_gp, dtype=np.int64)
     incoming = np.empty(n + 1, dtype=np.int64)
     tokens = np.empty(n + 2, dtype=np.int64)
-    # Pass 2: the same walk, filling in.
-    a = 0
-    v = 0
-    si = 0
-    gi = 0
-    offset = 0
-    for h in range(n + 1):
-        has_inc = h >= 1 and grandparents
-        G = 0
-        if has_inc:
-            for g in range(n + 1):
-                if candidates[g, h]:
-                    incoming[G] = g
-                    G += 1
-        for side in range(2):
-            right = side == 0
-            if h == 0 and not right:
-                continue
-            tokens[0] = h
-            L = 0
-            for i in range(_side_width(h, n, right)):
-                m = _modifier(h, right, i)
-                if candidates[h, m]:
-                    L += 1
-                    tokens[L] = m
-            if not has_inc and L == 0:
-                continue
-            if not siblings and (not has_inc or L == 0):
-                continue
-            G_here = G if has_inc else 0
-            shapes[a, 0] = G_here
-            shapes[a, 1] = L
-            a += 1
-            for t in range(G_here):
-                variables[v] = _arc_variable(incoming[t], h, n)
-                v += 1
-            for t in range(1, L + 1):
-                variables[v] = _arc_variable(h, tokens[t], n)
-                v += 1
-            n_pairs = 0
-            if siblings:
-                tokens[L + 1] = n + 1 if right else -1
-                # Pairs (j, k), j < k, of START, the modifiers, STOP: row-major.
-                for j in range(L + 2):
-                    for k in range(j + 1, L + 2):
-                        sib_rows[si, 0] = h
-                        sib_rows[si, 1] = tokens[j]
-                        sib_rows[si, 2] = tokens[k]
-                        sib_slots[si] = offset + n_pairs
-                        si += 1
-                        n_pairs += 1
-            else:
+    shapes = np.empty((0, 2), dtype=np.int64)
+    variables = np.empty(0, dtype=np.int64)
+    sib_rows = np.empty((0, 3), dtype=np.int64)
+    sib_slots = np.empty(0, dtype=np.int64)
+    gp_rows = np.empty((0, 3), dtype=np.int64)
+    gp_slots = np.empty(0, dtype=np.int64)
+    # Two walks: the first counts, the second fills in.
+    for fill in range(2):
+        a = 0
+        v = 0
+        si = 0
+        gi = 0
+        offset = 0
+        for h in range(n + 1):
+            has_inc = h >= 1 and grandparents
+            G = _incoming(candidates, h, n, has_inc, incoming)
+            if has_inc and G == 0:
+                return shapes, variables, sib_rows, sib_slots, gp_rows, gp_slots, h
+            for side in range(2):
+                right = side == 0
+                L = _side(candidates, h, n, right, tokens)
+                if not _has_automaton(h, right, has_inc, L, siblings):
+                    continue
                 n_pairs = (L + 1) * (L + 2) // 2
-            for t in range(G_here):
-                for p in range(L):
-                    gp_rows[gi, 0] = incoming[t]
-                    gp_rows[gi, 1] = h
-                    gp_rows[gi, 2] = tokens[p + 1]
-                    gp_slots[gi] = offset + n_pairs + t * L + p
-                    gi += 1
-            offset += (L + 1) * (L + 2) // 2 + G_here * L
+                if fill:
+                    shapes[a, 0] = G
+                    shapes[a, 1] = L
+                    for t in range(G):
+                        variables[v + t] = _arc_variable(incoming[t], h, n)
+                    for t in range(L):
+                        variables[v + G + t] = _arc_variable(h, tokens[t + 1], n)
+                    if siblings:
+                        tokens[L + 1] = n + 1 if right else -1
+                        # Pairs (j, k), j < k, of START, the modifiers, STOP:
+                        # row-major.
+                        at = 0
+                        for j in range(L + 2):
+                            for k in range(j + 1, L + 2):
+                                sib_rows[si + at, 0] = h
+                                sib_rows[si + at, 1] = tokens[j]
+                                sib_rows[si + at, 2] = tokens[k]
+                                sib_slots[si + at] = offset + at
+                                at += 1
+                    for t in range(G):
+                        for p in range(L):
+                            r = gi + t * L + p
+                            gp_rows[r, 0] = incoming[t]
+                            gp_rows[r, 1] = h
+                            gp_rows[r, 2] = tokens[p + 1]
+                            gp_slots[r] = offset + n_pairs + t * L + p
+                a += 1
+                v += G + L
+                if siblings:
+                    si += n_pairs
+                gi += G * L
+                offset += n_pairs + G * L
+        if not fill:
+            shapes = np.empty((a, 2), dtype=np.int64)
+            variables = np.empty(v, dtype=np.int64)
+            sib_rows = np.empty((si, 3), dtype=np.int64)
+            sib_slots = np.empty(si, dtype=np.int64)
+            gp_rows = np.empty((gi, 3), dtype=np.int64)
+            gp_slots = np.empty(gi, dtype=np.int64)
     return shapes, variables, sib_rows, sib_slots, gp_rows, gp_slots, -1
