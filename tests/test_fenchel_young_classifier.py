@@ -162,6 +162,29 @@ def test_label_types():
         FenchelYoungClassifier().fit(X, np.array([1, "a", 2], dtype=object)[y])
 
 
+@pytest.mark.parametrize(
+    "y, match",
+    [
+        ([1, "a", 1, "a"], r"y\[1\] = 'a' \(str\) and y\[0\] = 1 \(int\)"),
+        ([1.0, "x", 1.0, "x"], r"y\[1\] = 'x' \(str\) and y\[0\] = 1.0 \(float\)"),
+        (("b", "b", 2, 3), r"y\[0\] = 'b' \(str\) and y\[2\] = 2 \(int\)"),
+        (np.array([1, "a", 1, "a"], dtype=object), r"y\[1\] = 'a'"),
+    ],
+)
+def test_labels_mixing_strings_and_numbers(y, match):
+    # A list [1, "a"] became the string classes "1" and "a" (as in
+    # scikit-learn's own classifiers), and predict returned strings.
+    X = np.array([[0.0, 1.0], [1.0, 0.0], [0.0, 2.0], [2.0, 0.0]])
+    with pytest.raises(ValueError, match="^FenchelYoungClassifier: y contains mixed types"):
+        FenchelYoungClassifier().fit(X, y)
+    with pytest.raises(ValueError, match=match):
+        FenchelYoungClassifier().fit(X, y)
+    # One type is fine, whatever the container.
+    assert FenchelYoungClassifier().fit(X, [str(v) for v in y]).classes_.tolist() == sorted(
+        {str(v) for v in y}
+    )
+
+
 @pytest.mark.parametrize("fmt", ["csr", "csc"])
 def test_sparse_and_dense_give_the_same_model(multiclass, fmt):
     X, y = multiclass

@@ -1,5 +1,7 @@
 """Tests of the Fenchel-Young classification losses (Niculae 2018, ch. 6)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -340,6 +342,36 @@ def test_loss_at_the_edges_of_the_float_range(loss):
         ref, ref_grad = fenchel_young_loss([[-10.0, 1.0, 0.5]], [1], loss=loss)
     assert_allclose(values, ref, rtol=1e-15, atol=0)
     assert_allclose(grad, np.atleast_2d(ref_grad), rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("loss", LOSS_NAMES)
+def test_finite_loss_of_scores_more_than_finfo_max_apart(loss):
+    # max(theta) - <theta, y> = 1e308 - 0: the loss is finite although the
+    # scores are 2e308 apart. The shift by the max overflowed to -inf and
+    # the loss came out inf.
+    scores = [[1e308, -1e308], [1e300, FMIN], [1e300, FMIN]]
+    y = [[0.5, 0.5], [0.5, 0.5], [1.0, 0.0]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        values, grad = fenchel_young_loss(scores, y, loss=loss)
+    # 1e300 / 2 - FMIN / 2 (the O(1) regularized part is lost in rounding).
+    assert_allclose(values, [1e308, 1e300 / 2 - FMIN / 2, 0.0], rtol=1e-15, atol=0)
+    assert_allclose(grad, [[0.5, -0.5], [0.5, -0.5], [0.0, 0.0]], rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("loss", LOSS_NAMES)
+@pytest.mark.parametrize("scale", [1e308, -FMIN])
+def test_loss_at_a_temperature_near_finfo_max(loss, scale):
+    # L_t(t z; y) = t L_1(z; y), finite here. The softmax loss was NaN, the
+    # smooth losses' gradients those of the argmax, with overflow warnings.
+    ref_values, ref_grad = fenchel_young_loss([[1.0, -1.0]], [[0.5, 0.5]], loss=loss)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        values, grad = fenchel_young_loss(
+            [[scale, -scale]], [[0.5, 0.5]], loss=loss, temperature=scale
+        )
+    assert_allclose(values, ref_values * scale, rtol=1e-13, atol=0)
+    assert_allclose(grad, ref_grad, rtol=0, atol=1e-13)
 
 
 @pytest.mark.parametrize("loss", LOSS_NAMES)

@@ -71,6 +71,31 @@ def _check_feature_scale(X):
     )
 
 
+def _check_label_types(estimator, y):
+    """Raise a ValueError naming two entries when ``y`` mixes strings and other labels.
+
+    Checked on ``y`` as given: ``np.asarray([1, "a"])`` turns every label into
+    a string, so the classes would silently become ``"1"`` and ``"a"`` (and
+    ``predict`` would return strings). Arrays of a non-object dtype hold one
+    type and are not scanned.
+    """
+    if isinstance(y, np.ndarray) and y.dtype != object:
+        return
+    try:
+        labels = np.asarray(y, dtype=object).ravel()
+    except Exception:  # ragged input: validate_data reports it
+        return
+    is_str = np.fromiter((isinstance(v, (str, bytes)) for v in labels), bool, labels.size)
+    if is_str.any() and not is_str.all():
+        i, j = int(np.argmax(is_str)), int(np.argmin(is_str))
+        raise ValueError(
+            f"{type(estimator).__name__}: y contains mixed types of labels, "
+            f"strings and non-strings: y[{i}] = {labels[i]!r} "
+            f"({type(labels[i]).__name__}) and y[{j}] = {labels[j]!r} "
+            f"({type(labels[j]).__name__}). Use labels of one type."
+        )
+
+
 class _LinearProblem:
     """Penalised Fenchel-Young risk of a linear model, for the solvers.
 
@@ -302,6 +327,7 @@ class FenchelYoungClassifier(ClassifierMixin, BaseEstimator):
             The fitted estimator.
         """
         previous = self._previous_solution() if self.warm_start else None
+        _check_label_types(self, y)
         X, y = validate_data(
             self, X, y, accept_sparse=["csr", "csc"], dtype=np.float64
         )

@@ -127,21 +127,74 @@ def _dot_rows(theta, targets):
     return np.einsum("ij,ij->i", np.where(targets > 0.0, theta, 0.0), targets)
 
 
+# Rows whose scores span more than about 2**1020, or whose temperature is that
+# large, are computed scaled down by a power of two (see loss_rows).
+_LOG2_IN_RANGE = 1020
+_LOG2_SCALED = 1000
+
+
+def _log2_magnitude(theta, temperature):
+    """Upper bound on ``log2`` of every term of the loss of each row.
+
+    The terms are at most ``span + temperature * (1 + log K)`` in magnitude
+    (``span = max(theta) - min(theta)``; ``log K`` bounds the softmax's
+    regularizer, the others are smaller). Computed from halves and logs, so
+    that the bound itself cannot overflow.
+    """
+    with np.errstate(divide="ignore"):  # log2(0) = -inf: a row of equal scores
+        span = np.log2(theta.max(axis=1) / 2 - theta.min(axis=1) / 2) + 1.0
+    regularized = np.log2(temperature) + np.log2(1.0 + np.log(theta.shape[1]))
+    return np.maximum(span, regularized) + 1.0  # a + b <= 2 max(a, b)
+
+
 def loss_rows(theta, targets, loss, temperature, return_prediction=False):
     """Loss values and gradients on validated rows (no checking).
 
     ``theta`` and ``targets`` are float64 arrays of shape (n, K), the targets
     on the simplex. Returns ``(values, grad)`` with ``grad = p_hat - targets``,
     and ``p_hat`` as a third element if ``return_prediction``.
+
+    Every loss is positively homogeneous, ``L_t(theta) = c L_{t/c}(theta / c)``
+    with the same ``p_hat`` for ``c > 0``. Rows whose scores span more than
+    about 2**1020 (e.g. ``[1e308, -1e308]``), or with a temperature that large,
+    are computed at ``c = 2**k`` (exact, so the same floats up to underflow of
+    the tiniest terms), where no term overflows; their value is scaled back
+    and is ``inf`` only when the loss itself exceeds the float64 range.
     """
+    log2_size = _log2_magnitude(theta, temperature)
+    big = log2_size > _LOG2_IN_RANGE
+    if not big.any():
+        values, p_hat = _loss_rows_in_range(theta, targets, loss, temperature)
+    else:
+        values = np.empty(theta.shape[0])
+        p_hat = np.empty_like(theta)
+        small = ~big
+        if small.any():
+            values[small], p_hat[small] = _loss_rows_in_range(
+                theta[small], targets[small], loss, temperature
+            )
+        k = int(np.ceil(log2_size[big].max())) - _LOG2_SCALED
+        # The smallest positive float if the temperature underflows: a
+        # change far below the rounding of the scores (at least 2**1020).
+        scaled_temperature = max(np.ldexp(temperature, -k), np.nextafter(0.0, 1.0))
+        scaled_values, p_hat[big] = _loss_rows_in_range(
+            np.ldexp(theta[big], -k), targets[big], loss, scaled_temperature
+        )
+        with np.errstate(over="ignore"):
+            values[big] = np.ldexp(scaled_values, k)
+    if return_prediction:
+        return values, p_hat - targets, p_hat
+    return values, p_hat - targets
+
+
+def _loss_rows_in_range(theta, targets, loss, temperature):
+    """``(values, p_hat)`` of rows with no overflowing term (see loss_rows)."""
     # Every loss is invariant to adding a constant to a row of scores. Shift
     # each row by its max: the shifted scores are <= 0, so no term of the
     # loss can overflow, and the value is the small regularized part plus
     # max(theta) - <theta, y>, computed without cancelling two large terms
-    # (e.g. logsumexp(theta) - theta_y for scores of size 1e6). Scores more
-    # than finfo.max below the max become -inf: probability 0 in every
-    # prediction, and an infinite loss when y puts mass on them (the true
-    # value is then beyond the float range).
+    # (e.g. logsumexp(theta) - theta_y for scores of size 1e6). The rows
+    # span less than about 2**1020, so the shift cannot overflow.
     with np.errstate(over="ignore"):
         theta = theta - theta.max(axis=1, keepdims=True)
     theta_y = _dot_rows(theta, targets)
@@ -163,9 +216,7 @@ def loss_rows(theta, targets, loss, temperature, return_prediction=False):
     # L >= 0 holds exactly (Prop. 6.1.1); round-off in the difference of
     # nearly equal terms must not hand callers a tiny negative loss.
     np.maximum(values, 0.0, out=values)
-    if return_prediction:
-        return values, p_hat - targets, p_hat
-    return values, p_hat - targets
+    return values, p_hat
 
 
 def loss_hessp_rows(p_hat, v, loss, temperature):

@@ -38,16 +38,25 @@ from ._tv_fast import prox_tv1d_rows
 __all__ = ["fusedmax", "fusedmax_backward", "oscarmax", "oscarmax_backward"]
 
 
+# Rows whose largest finite score exceeds this in magnitude, and every row
+# when alpha does, go through the prox shifted by that score (see
+# _prepare_tv_rows). Below it the prox's absolute rounding is about 1e-10.
+_MAX_UNSHIFTED = 2.0**20
+# Largest alpha: the prox's intermediate values reach a few times 8 * alpha.
+_MAX_TV_ALPHA = np.finfo(np.float64).max / 64
+
+
 def _replace_masks_for_tv(z_rows, alpha):
     """Replace -inf by a finite score low enough to get probability 0.
 
     The TV prox moves each entry by at most ``2 * alpha`` (``x = z - D^T v``
     with ``|v| <= alpha``), and the simplex threshold is at least
-    ``max(x) - 1 >= max(z) - 2 * alpha - 1``; so a score of
-    ``max(z) - 4 * alpha - 2`` ends at least 1 below the threshold. Once the
-    masked entries get 0, the substituted objective equals the masked one plus
-    a constant, so the result is exactly the masked fusedmax (and does not
-    depend on the substitute).
+    ``max(x) - 1 >= max(z) - 2 * alpha - 1``; so any score at most
+    ``max(z) - 4 * alpha - 1`` gets probability 0, such as
+    ``max(z) - 4 * alpha - 2`` (as long as rounding keeps it 1 lower; see
+    :func:`_prepare_tv_rows`). Once those entries get 0, the substituted
+    objective equals the masked one plus a constant, so the result is
+    exactly the masked fusedmax (and does not depend on the substitute).
     """
     masked = np.isneginf(z_rows)
     if not masked.any():
@@ -56,11 +65,44 @@ def _replace_masks_for_tv(z_rows, alpha):
     return np.where(masked, row_max - 4.0 * alpha - 2.0, z_rows)
 
 
+def _prepare_tv_rows(z_rows, alpha):
+    """Rows for the TV prox: masks replaced, extreme rows shifted to max 0.
+
+    Fusedmax only depends on differences of scores. Rows with a largest
+    score above ``_MAX_UNSHIFTED`` in magnitude (and all rows for a larger
+    ``alpha``) are shifted by that score, so that the prox keeps its
+    absolute precision (at 1e20 its rounding exceeds ``alpha = 0.1``) and
+    the masks' substitute stays below the other scores (at 1e17, ``max - 4
+    * alpha - 2`` rounds back to ``max``). In
+    those rows, every entry more than ``8 * alpha + 4`` below the max, masked
+    or not, is raised to that floor: it gets probability 0 either way (see
+    :func:`_replace_masks_for_tv`), and the prox never meets a value near
+    the edge of the float range. Other rows are left as they were.
+    """
+    finite_max = np.max(np.where(np.isneginf(z_rows), -np.inf, z_rows), axis=1)
+    shift = np.abs(finite_max) > _MAX_UNSHIFTED
+    if alpha > _MAX_UNSHIFTED:
+        shift[:] = True
+    if not shift.any():
+        return _replace_masks_for_tv(z_rows, alpha)
+    out = np.empty_like(z_rows)
+    out[~shift] = _replace_masks_for_tv(z_rows[~shift], alpha)
+    with np.errstate(over="ignore"):  # more than finfo.max below: -inf, then the floor
+        shifted = z_rows[shift] - finite_max[shift, np.newaxis]
+    out[shift] = np.maximum(shifted, -(8.0 * alpha + 4.0))
+    return out
+
+
 def _project_prox(prox_rows, z, alpha, return_groups, substitute_masks):
     alpha = check_positive_scalar(alpha, "alpha", allow_zero=True)
     z_rows, was_1d = check_scores(z, "z")
     if substitute_masks:
-        z_rows = _replace_masks_for_tv(z_rows, alpha)
+        if alpha > _MAX_TV_ALPHA:
+            raise ValueError(
+                f"fusedmax: alpha must be at most finfo(float64).max / 64 = "
+                f"{_MAX_TV_ALPHA:.4g}, got {alpha!r}."
+            )
+        z_rows = _prepare_tv_rows(z_rows, alpha)
     x = np.empty_like(z_rows)
     groups = np.empty(z_rows.shape, dtype=np.int64)
     if prox_rows is prox_pairwise_max_rows:
@@ -128,8 +170,9 @@ def fusedmax(z, alpha=0.1, return_groups=False):
         the end of a sequence, slice it off instead). A row of only ``-inf``
         is an error.
     alpha : float, default=0.1
-        Strength of the fusion (``>= 0``); 0 gives :func:`sparsemax`. The
-        default is the thesis' recommended value.
+        Strength of the fusion (``>= 0``, at most ``finfo(float64).max / 64``);
+        0 gives :func:`sparsemax`. The default is the thesis' recommended
+        value.
     return_groups : bool, default=False
         Also return the segments of the prox, needed by
         :func:`fusedmax_backward`.

@@ -13,6 +13,11 @@ from ._temperature import divide_by_temperature
 
 __all__ = ["project_simplex", "sparsemax", "sparsemax_backward"]
 
+# The kernel's running sums reach about (d + 1) * radius. Past 2**1020 the
+# projection is computed at a power-of-two scale (see project_simplex).
+_LOG2_IN_RANGE = 1020
+_LOG2_SCALED = 1000
+
 
 def project_simplex(z, radius=1.0):
     """Euclidean projection onto the (scaled) probability simplex.
@@ -44,7 +49,19 @@ def project_simplex(z, radius=1.0):
     radius = check_positive_scalar(radius, "radius")
     z_rows, was_1d = check_scores(z, "z")
     out = np.empty_like(z_rows)
-    project_simplex_rows(z_rows, radius, out)
+    log2_sum = np.log2(radius) + np.log2(z_rows.shape[1] + 1.0)
+    if log2_sum <= _LOG2_IN_RANGE:
+        project_simplex_rows(z_rows, radius, out)
+        return restore_shape(out, was_1d)
+    # A radius near finfo.max: the sums would overflow to inf. The projection
+    # is positively homogeneous, proj(z, r) = c proj(z / c, r / c), and with
+    # c = 2**k the scaling is exact (up to underflow of the tiniest scores,
+    # far below the rounding of the output); no output exceeds the radius.
+    k = int(np.ceil(log2_sum)) - _LOG2_SCALED
+    project_simplex_rows(np.ldexp(z_rows, -k), np.ldexp(radius, -k), out)
+    with np.errstate(over="ignore"):
+        np.ldexp(out, k, out=out)
+    np.minimum(out, radius, out=out)
     return restore_shape(out, was_1d)
 
 

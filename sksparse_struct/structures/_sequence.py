@@ -176,27 +176,34 @@ class Sequence(Structure):
         """``(m, n)``: one-hot labels (``n * K``) and transition counts (``K * K``)."""
         n_pos, K = parts.context[:2]
         labels = np.asarray(value)
+        if labels.dtype.kind in "fUS" and not isinstance(value, np.ndarray):
+            # NumPy reads [0, 2**63] as floats and [0, "a"] as strings:
+            # judge the values as given.
+            labels = np.asarray(value, dtype=object)
         if labels.ndim != 1 or labels.shape[0] != n_pos:
             raise ValueError(
                 f"a Sequence value is an array of {n_pos} labels, got shape {labels.shape}."
             )
-        if labels.dtype == bool or not (
-            np.issubdtype(labels.dtype, np.integer)
-            or (labels.dtype == object and all(
-                isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in labels
-            ))
-        ):
+        if labels.dtype == object:
+            for i, v in enumerate(labels):
+                if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
+                    raise ValueError(
+                        f"Sequence labels must be integers, got {v!r} "
+                        f"({type(v).__name__}) at position {i}."
+                    )
+        elif labels.dtype == bool or not np.issubdtype(labels.dtype, np.integer):
             raise ValueError(
                 f"Sequence labels must be integers, got dtype {labels.dtype}."
             )
-        labels = labels.astype(np.int64)
+        # Checked before the cast to int64, which would wrap a uint64 label
+        # of 2**63 or more around and overflow on a larger Python int.
         out = (labels < 0) | (labels >= K)
         if out.any():
             i = int(np.flatnonzero(out)[0])
             raise ValueError(
                 f"label {labels[i]} at position {i} is out of range for K={K} labels."
             )
-        return self._indicators_unchecked(labels, parts)
+        return self._indicators_unchecked(labels.astype(np.int64), parts)
 
     def decode(self, u, v, parts):
         """``(u.reshape(n, K), v.reshape(K, K))``: the layout of :meth:`marginals`."""

@@ -262,6 +262,46 @@ def test_fusedmax_mask_is_not_dropping():
     assert not np.allclose(p[:2], fusedmax(z[:2], 0.1))
 
 
+FMAX = np.finfo(np.float64).max
+
+
+@pytest.mark.parametrize(
+    "z, expected",
+    [
+        ([-np.inf, 9e15], [0.0, 1.0]),
+        ([-np.inf, 1e17], [0.0, 1.0]),
+        ([-np.inf, 1e300], [0.0, 1.0]),
+        ([1e308, -np.inf], [1.0, 0.0]),
+        ([1e308, -1e308], [1.0, 0.0]),
+        ([-np.inf, -FMAX], [0.0, 1.0]),
+        ([FMAX, -FMAX, -np.inf], [1.0, 0.0, 0.0]),
+        ([0.0, -np.inf, 1e300], [0.0, 0.0, 1.0]),
+        ([1e20, -np.inf, 1e20], [0.5, 0.0, 0.5]),
+    ],
+)
+def test_fusedmax_masks_at_extreme_magnitudes(z, expected):
+    # max(z) - 4 alpha - 2, the masks' substitute, rounded back to max(z)
+    # from about 1e16 on: masked entries got half the mass.
+    p, g = fusedmax(z, 0.1, return_groups=True)
+    np.testing.assert_allclose(p, expected, rtol=0, atol=1e-15)
+    assert fusedmax_backward(p, g, np.ones(len(z))).shape == (len(z),)
+
+
+@pytest.mark.parametrize("high, low", [(1e20, -1e20), (1e300, 0.0), (1e308, -1e308), (-1e7, -2e7)])
+def test_fusedmax_depends_on_differences_only_at_any_magnitude(high, low):
+    # p = [a, 0, 1 - a, 0] minimises (a^2 + (1 - a)^2) / 2 + alpha (a + 2 (1 - a)),
+    # so a = (1 + alpha) / 2. At 1e20 alpha was lost in the prox's rounding.
+    p = fusedmax([high, low, high, low], 0.1)
+    np.testing.assert_allclose(p, [0.55, 0.0, 0.45, 0.0], rtol=0, atol=1e-15)
+
+
+def test_fusedmax_alpha_beyond_the_float_range():
+    # The prox's intermediate values overflowed (ZeroDivisionError, wrong outputs).
+    np.testing.assert_allclose(fusedmax([-np.inf, 0.0, 5.0], 1e300), [0.0, 0.5, 0.5])
+    with pytest.raises(ValueError, match="fusedmax: alpha must be at most"):
+        fusedmax([-np.inf, 0.0, 5.0], 1e307)
+
+
 # --------------------------------------------------------------------------
 # Backward
 # --------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Tests for sparsemax, project_simplex and their kernels."""
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -233,6 +234,35 @@ def test_extreme_magnitudes(z, expected):
         assert simplex_threshold_buf(z, radius, np.empty(z.shape[0])) == ref
         p = project_simplex(z, radius)
         assert np.all(p >= 0) and abs(p.sum() - radius) <= 1e-12
+
+
+@pytest.mark.parametrize(
+    "z, radius",
+    [
+        ([0.0, -1e308, -1e308], 1.5e308),
+        ([0.0, -6e307, -6e307, -6e307], 1e308),
+        ([5e307, -5e307, 0.0], FMAX),
+        ([1e308, 0.0], FMAX),
+        ([1e308, 1e308, 1e308], FMAX),
+        ([0.5, 1.0, 0.1], 1e308),
+        ([1e308, -1e308, 1e-300, -5e-324], 1e308),
+        ([[FMIN, FMIN, 3.0], [0.0, -1e308, 2.0]], FMAX),
+    ],
+)
+def test_radius_near_finfo_max(z, radius):
+    # The kernel's running sums overflowed: every entry came out inf.
+    z = np.array(z)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        p = project_simplex(z, radius)
+    assert np.all(np.isfinite(p)) and np.all(p >= 0) and np.all(p <= radius)
+    # Summed at half scale: the sum itself may round past finfo.max.
+    np.testing.assert_allclose((p / 2).sum(axis=-1), radius / 2, rtol=4e-16, atol=0)
+    # The same projection at a scale where nothing overflows (exact scaling).
+    scale = 2.0**-20
+    np.testing.assert_allclose(
+        p * scale, project_simplex(z * scale, radius * scale), rtol=1e-15, atol=radius * 1e-16
+    )
 
 
 def test_masked_entries():

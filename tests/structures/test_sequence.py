@@ -635,6 +635,36 @@ def test_overflowing_scores_are_an_error():
         SEQ.marginals([[-1e308], [-1e308]], [[-1e308]])
 
 
+def test_object_arrays_are_rejected_naming_the_argument():
+    # Object arrays, of numbers or not, never reach the compiled kernels.
+    ok = {"unary": np.zeros((2, 2)), "transitions": np.zeros((2, 2)),
+          "start": np.zeros(2), "end": np.zeros(2)}
+    for name in ok:
+        for bad in (np.array([[1, "a"], [0, 1]], dtype=object), np.zeros((2, 2), dtype=object)):
+            args = dict(ok, **{name: bad if ok[name].ndim == 2 else bad[0]})
+            pots = (args["unary"], args["transitions"], args["start"], args["end"])
+            match = f"^{name} must be an array of real numbers, got dtype object"
+            for call in (
+                lambda: SEQ.encode(*pots),
+                lambda: SEQ.map(*pots),
+                lambda: SEQ.marginals(*pots),
+                lambda: SEQ.score([0, 1], *pots),
+                lambda: SEQ.marginals_backward(*pots, np.ones((2, 2)), None),
+            ):
+                with pytest.raises(ValueError, match=match):
+                    call()
+    d_obj = np.ones((2, 2), dtype=object)
+    with pytest.raises(ValueError, match="^d_unary_marginals must be an array of real"):
+        SEQ.marginals_backward(*ok.values(), d_obj, None)
+    with pytest.raises(ValueError, match="^d_transition_marginals must be an array of real"):
+        SEQ.marginals_backward(*ok.values(), np.ones((2, 2)), d_obj)
+    # Object arrays of integers are labels like any other.
+    parts = SEQ.encode(ok["unary"], ok["transitions"])
+    labels = np.array([1, np.int64(0)], dtype=object)
+    for got, want in zip(SEQ.indicators(labels, parts), SEQ.indicators([1, 0], parts)):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_bad_gradients():
     unary, trans = np.zeros((3, 2)), np.zeros((2, 2))
     with pytest.raises(ValueError, match=r"d_unary_marginals has shape \(2, 2\)"):
@@ -656,6 +686,14 @@ def test_bad_gradients():
         ([True, False, True], "must be integers"),
         ([0, 2, 1], "label 2 at position 1 is out of range"),
         ([0, -1, 1], "label -1 at position 1 is out of range"),
+        # Object arrays and lists NumPy would turn into floats or strings:
+        # an OverflowError, a wrapped-around label, or only a dtype before.
+        (np.array([0, 2**70, 1], dtype=object), f"label {2**70} at position 1 is out of range"),
+        (np.array([0, 2**64 - 1, 1], dtype=np.uint64), f"label {2**64 - 1} at position 1"),
+        ([0, 2**63, 1], f"label {2**63} at position 1 is out of range"),
+        ([0, "a", 1], r"must be integers, got 'a' \(str\) at position 1"),
+        (np.array([0, 1.0, 1], dtype=object), r"got 1.0 \(float\) at position 1"),
+        (np.array([0, None, 1], dtype=object), r"got None \(NoneType\) at position 1"),
     ],
 )
 def test_bad_structure_values(value, match):
