@@ -10,6 +10,8 @@ What ``test_second_order_graph.py`` does not already cover:
 - §7.4 the LP value of AD3 and the LP-SparseMAP solution against an
   explicit local polytope (every factor's configurations enumerated),
   solved by HiGHS (LP) and by an interior-point QP solver written here;
+- §7.6 on trained scores (``slow``): a sibling-only projective parser's
+  certified trees against the exact second-order Eisner DP;
 - §7.7 the LP-SparseMAP and margin-SparseMAP losses' gradient against
   central finite differences, their sign and their zero at a margin;
 - the estimator's training problem: ``SecondOrderProblem.batch_gradient``
@@ -691,3 +693,52 @@ def test_training_problem_pushes_the_loss_gradient(training_problem):
             return _batch_loss_and_gradient(problem, ids, w + eps * d)[0]
 
         _check_directional_derivative(f, loss, g @ d, f"direction {k}")
+
+
+# --- §7.6 on trained scores ---------------------------------------------------
+
+
+@pytest.mark.slow
+def test_projective_siblings_trained_scores_against_exact_dp():
+    """A sibling-only projective parser trained on the bundled sample: on the
+    test sentences of up to 30 words, every certified AD3 tree is the exact
+    second-order Eisner tree (McDonald & Pereira's DP, ``_second_order_reference``),
+    and most are certified."""
+    from sksparse_struct import SparseMAPParser
+    from sksparse_struct.datasets import load_ewt_sample
+    from sksparse_struct.feature_extraction._part_features_fast import new_part_work
+    from sksparse_struct.parsing import _second_order_fast as fast
+
+    X, y = load_ewt_sample("train", return_X_y=True, target="tree")
+    X_test, _ = load_ewt_sample("test", return_X_y=True, target="tree")
+    X_test = [s for s in X_test if len(s) <= 30]
+    parser = SparseMAPParser("hinge", projective=True, single_root=True,
+                             parts=("arc", "sibling"), max_iter=3, tol=None,
+                             random_state=0).fit(X, y)
+    treebank, lengths, _, _, encoded = parser._encode(X_test, fitted=True)
+    model = parser._arc_model(None)
+    options = parser._second_order_options()
+    graphs, _ = parser._graphs(encoded, lengths)
+    L = int(max(lengths))
+    arc_work = fast.arc_work(np.int64(L), np.int64(model.n_labels))
+    part_work = new_part_work(L)
+    n_certified = 0
+    for s, sog in enumerate(graphs):
+        arcs = fast.score_arcs(treebank, model, np.int64(s), parser.coef_, arc_work).copy()
+        sib, _ = fast.score_parts(treebank, model, np.int64(options.tags), np.int64(s),
+                                  parser.coef_, part_work, sog.siblings, sog.grandparents)
+        arcs[~sog.candidates] = -np.inf
+        theta, phi = sog.variable_scores(arcs), sog.factor_scores(sib)
+        heads, status, _ = decode_graph(sog, theta, phi, projective=True, single_root=True,
+                                        max_iter=2000, tol=1e-6, max_nodes=0)
+        if status != CERTIFIED:
+            continue
+        n_certified += 1
+        sib_dict = {tuple(r): v for r, v in zip(sog.siblings.tolist(), sib)}
+        exact, exact_value = ref.eisner_siblings(arcs, sib_dict, single_root=True)
+        assert ref.second_order_score(heads, arcs, sib_dict) == pytest.approx(exact_value,
+                                                                              abs=1e-6)
+        np.testing.assert_array_equal(heads, exact)
+    # Measured: 78 of these 95 sentences (82%) with this small model; 93.7%
+    # of the EWT test set with a parser trained on all of EWT train.
+    assert n_certified >= 0.75 * len(graphs)
