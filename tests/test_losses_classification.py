@@ -375,6 +375,22 @@ def test_loss_at_a_temperature_near_finfo_max(loss, scale):
 
 
 @pytest.mark.parametrize("loss", LOSS_NAMES)
+@pytest.mark.parametrize("scale", [1e308, -FMIN])
+def test_prediction_at_a_temperature_near_finfo_max(loss, scale):
+    # The prediction is the gradient of the loss above; the softmax and
+    # entmax15 predictions were the argmax when the scores span more than
+    # finfo.max ([1, 0] instead of [0.88, 0.12] for softmax).
+    scores = [[scale, -scale], [scale, -scale / 2]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        proba = fenchel_young_predict_proba(scores, loss=loss, temperature=scale)
+    _, grad = fenchel_young_loss(scores, [[0.0, 1.0]] * 2, loss=loss, temperature=scale)
+    assert_allclose(proba, grad + [[0.0, 1.0]], rtol=0, atol=1e-13)
+    ref = fenchel_young_predict_proba([[1.0, -1.0], [1.0, -0.5]], loss=loss)
+    assert_allclose(proba, ref, rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("loss", LOSS_NAMES)
 @pytest.mark.parametrize("temperature", [1e-310, 5e-324])
 def test_loss_at_subnormal_temperature_is_the_perceptron_loss(loss, temperature):
     # L_t -> the perceptron loss as t -> 0 (NaN or ZeroDivisionError before).

@@ -10,9 +10,14 @@ from ..utils._validation import (
     restore_shape,
 )
 from ._entmax_fast import entmax15_backward_rows, entmax15_rows
-from ._temperature import divide_by_temperature
+from ._temperature import divide_by_temperature, wide_rows
 
 __all__ = ["entmax15", "entmax15_backward"]
+
+# Only scores less than 2 * temperature below the row max can get a positive
+# probability: up to this temperature, the -inf that the kernel's z - max(z)
+# gives a score more than finfo.max below the max is exact.
+_MAX_TEMPERATURE_WIDE_EXACT = np.finfo(np.float64).max / 4
 
 
 def entmax15_scaled(z_rows, temperature):
@@ -22,6 +27,15 @@ def entmax15_scaled(z_rows, temperature):
     if np.isfinite(half_inv_temp):
         # The kernel scales z - max(z) <= 0: nothing can overflow to +inf.
         entmax15_rows(z_rows, half_inv_temp, out)
+        if temperature > _MAX_TEMPERATURE_WIDE_EXACT:
+            wide = wide_rows(z_rows)
+            if wide.any():
+                # z - max(z) overflowed to -inf where the score counts (e.g.
+                # [1e308, -5e307] at 1e308): entmax15(z, t) = entmax15(z / 2,
+                # t / 2), exactly, and at half scale nothing overflows.
+                half = np.empty((int(wide.sum()), z_rows.shape[1]))
+                entmax15_rows(z_rows[wide] * 0.5, 1.0 / temperature, half)
+                out[wide] = half
     else:  # subnormal temperature
         entmax15_rows(divide_by_temperature(z_rows, temperature)[0], 0.5, out)
     return out

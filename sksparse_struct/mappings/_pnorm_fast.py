@@ -271,8 +271,12 @@ def sq_pnorm_max_pg_row(z, q, temperature, max_iter, tol, work, x):
     c = 0
     inv_t = 1.0 / temperature
     for j in range(d):
-        if z[j] != -np.inf:
-            work[0, c] = (z[j] - m) * inv_t
+        # Masked entries, and those whose shift overflows (more than
+        # finfo.max below the max: probability 0), are left out; a -inf
+        # score would make the gradient NaN and the backtracking endless.
+        s_j = (z[j] - m) * inv_t
+        if s_j != -np.inf:
+            work[0, c] = s_j
             c += 1
     s = work[0, :c]
     xc = work[1, :c]
@@ -328,7 +332,7 @@ def sq_pnorm_max_pg_row(z, q, temperature, max_iter, tol, work, x):
         eta *= 1.2
     c = 0
     for j in range(d):
-        if z[j] != -np.inf:
+        if (z[j] - m) * inv_t != -np.inf:
             x[j] = xc[c]
             c += 1
         else:

@@ -30,6 +30,11 @@ __all__ = ["regularized_max", "regularizer", "MAPPING_NAMES"]
 # simplex; outputs of iterative solvers are accurate far beyond this.
 _SIMPLEX_ATOL = 1e-6
 
+# Rows with scores beyond about 2**1019 in magnitude, or with a temperature
+# that large, are computed scaled down by a power of two (see regularized_max).
+_LOG2_IN_RANGE = 1020
+_LOG2_SCALED = 1000
+
 
 def _no_params(name, params):
     if params:
@@ -124,6 +129,45 @@ def _restore_values(values, was_1d):
     return float(values[0]) if was_1d else values
 
 
+def _log2_magnitude(z_rows, temperature):
+    """Upper bound on ``log2`` of every term of ``max_Omega`` of each row, or None.
+
+    The terms are ``<z, p>`` (or ``max(z)``) and ``temperature * Omega(p)``
+    (or ``temperature * log(sum(exp(...)))``), at most ``max |z|`` and
+    ``temperature * (1 + log d)`` in magnitude (``log d`` bounds the
+    softmax's ``Omega``, the others are at most 4/3). None when every row
+    is clearly in range (two reductions, the common case).
+    """
+    log2_regularized = np.log2(temperature) + np.log2(1.0 + np.log(z_rows.shape[1]))
+    half_range = 2.0 ** (_LOG2_IN_RANGE - 1)
+    if (
+        log2_regularized <= _LOG2_IN_RANGE - 1
+        and -half_range <= z_rows.min()
+        and z_rows.max() <= half_range
+    ):
+        return None
+    with np.errstate(divide="ignore"):  # log2(0) = -inf: a row of zeros
+        top = np.log2(np.max(np.abs(np.where(np.isneginf(z_rows), 0.0, z_rows)), axis=1))
+    return np.maximum(top, log2_regularized) + 1.0  # a + b <= 2 max(a, b)
+
+
+def _values_and_maximisers(z_rows, mapping, temperature, params):
+    """``(max_Omega(z), p)`` of validated rows with no overflowing term."""
+    forward, omega = _lookup(mapping)
+    p_rows = forward(z_rows, temperature, params)
+    if mapping == "softmax":
+        # Closed form temperature * logsumexp(z / temperature): exact even
+        # where p underflows to 0 and p log p would lose the tail.
+        values = _softmax_max_rows(z_rows, temperature)
+    else:
+        # Masked entries have p == 0; keep -inf * 0 out of the dot product.
+        z_safe = np.where(np.isneginf(z_rows), 0.0, z_rows)
+        values = np.einsum("ij,ij->i", z_safe, p_rows) - temperature * omega(
+            p_rows, params
+        )
+    return values, p_rows
+
+
 def regularized_max(z, mapping="sparsemax", temperature=1.0, **params):
     """Regularized max ``max_Omega(z)`` and its maximiser, the mapping's output.
 
@@ -148,7 +192,9 @@ def regularized_max(z, mapping="sparsemax", temperature=1.0, **params):
     Returns
     -------
     value : float or ndarray of shape (n_rows,)
-        ``max_Omega(z)``; a float for a 1-D ``z``.
+        ``max_Omega(z)``; a float for a 1-D ``z``. ``inf`` where it exceeds
+        the float64 range (scores near ``finfo.max`` with a temperature of
+        that order).
     p : ndarray of the shape of ``z``
         The maximiser, i.e. the output of the mapping.
 
@@ -161,20 +207,35 @@ def regularized_max(z, mapping="sparsemax", temperature=1.0, **params):
     >>> round(regularized_max([0.0, 0.0], mapping="softmax")[0], 6)  # log 2
     0.693147
     """
-    forward, omega = _lookup(mapping)
+    _lookup(mapping)
     temperature = check_positive_scalar(temperature, "temperature")
     z_rows, was_1d = check_scores(z, "z")
-    p_rows = forward(z_rows, temperature, params)
-    if mapping == "softmax":
-        # Closed form temperature * logsumexp(z / temperature): exact even
-        # where p underflows to 0 and p log p would lose the tail.
-        values = _softmax_max_rows(z_rows, temperature)
+    log2_size = _log2_magnitude(z_rows, temperature)
+    big = None if log2_size is None else log2_size > _LOG2_IN_RANGE
+    if big is None or not big.any():
+        values, p_rows = _values_and_maximisers(z_rows, mapping, temperature, params)
     else:
-        # Masked entries have p == 0; keep -inf * 0 out of the dot product.
-        z_safe = np.where(np.isneginf(z_rows), 0.0, z_rows)
-        values = np.einsum("ij,ij->i", z_safe, p_rows) - temperature * omega(
-            p_rows, params
+        # max_Omega is positively homogeneous, max_{Omega, t}(z) = c
+        # max_{Omega, t/c}(z / c) with the same maximiser (c > 0): rows whose
+        # terms could overflow (e.g. -inf - (-inf) = NaN, or an inf with a
+        # warning) are computed at c = 2**k, exactly (up to underflow of the
+        # tiniest scores), and their value is inf only if it is beyond range.
+        values = np.empty(z_rows.shape[0])
+        p_rows = np.empty_like(z_rows)
+        small = ~big
+        if small.any():
+            values[small], p_rows[small] = _values_and_maximisers(
+                z_rows[small], mapping, temperature, params
+            )
+        k = int(np.ceil(log2_size[big].max())) - _LOG2_SCALED
+        # The smallest positive float if the temperature underflows: a
+        # change far below the rounding of the scores (at least 2**1019).
+        scaled_temperature = max(np.ldexp(temperature, -k), np.nextafter(0.0, 1.0))
+        scaled_values, p_rows[big] = _values_and_maximisers(
+            np.ldexp(z_rows[big], -k), mapping, scaled_temperature, params
         )
+        with np.errstate(over="ignore"):
+            values[big] = np.ldexp(scaled_values, k)
     p_out = p_rows[0] if was_1d else p_rows
     return _restore_values(values, was_1d), p_out
 

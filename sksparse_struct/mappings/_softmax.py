@@ -13,8 +13,14 @@ from ..utils._validation import (
     check_scores,
     restore_shape,
 )
+from ._temperature import wide_rows
 
 __all__ = ["softmax", "softmax_backward"]
+
+# Up to this temperature, a score more than finfo.max below its row's max has
+# (z - max(z)) / temperature < -2048, whose exp is 0: the -inf its overflowing
+# shift gives is exact (see _scaled_exp_rows).
+_MAX_TEMPERATURE_WIDE_EXACT = np.finfo(np.float64).max / 2048
 
 
 def _scaled_exp_rows(z_rows, temperature):
@@ -31,6 +37,14 @@ def _scaled_exp_rows(z_rows, temperature):
                 out *= inv_temp
             else:  # subnormal temperature: 1 / temperature overflows
                 out /= temperature
+    if temperature > _MAX_TEMPERATURE_WIDE_EXACT:
+        # Scores more than finfo.max below the max were shifted to -inf, but
+        # at such a temperature they can have a positive probability (e.g.
+        # [1e308, -1e308] at 1e308): those rows are computed at half scale,
+        # (z / 2 - max(z) / 2) / (temperature / 2), where nothing overflows.
+        wide = wide_rows(z_rows)
+        if wide.any():
+            out[wide] = (z_rows[wide] * 0.5 - m[wide] * 0.5) / (temperature * 0.5)
     np.exp(out, out=out)
     return out, m[:, 0]
 

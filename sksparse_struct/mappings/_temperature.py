@@ -2,7 +2,7 @@
 
 import numpy as np
 
-__all__ = ["divide_by_temperature"]
+__all__ = ["divide_by_temperature", "wide_rows"]
 
 
 def divide_by_temperature(z_rows, temperature):
@@ -32,3 +32,20 @@ def divide_by_temperature(z_rows, temperature):
             z_over = z_rows[over]
             s[over] = (z_over - z_over.max(axis=1, keepdims=True)) / temperature
     return s, bool(over.any())
+
+
+def wide_rows(z_rows):
+    """Rows with finite scores more than ``finfo.max`` apart: ``z - max(z)`` overflows.
+
+    Such an entry's shifted score is ``-inf``, i.e. probability 0, which is
+    right unless the temperature is near ``finfo.max`` too (e.g. scores
+    ``[1e308, -1e308]`` at temperature 1e308). At half scale, ``z / 2 -
+    max(z) / 2`` cannot overflow, and the scaling by 2 is exact.
+
+    Returns
+    -------
+    wide : ndarray of shape (n_rows,), bool
+    """
+    with np.errstate(over="ignore"):
+        shifted = z_rows - z_rows.max(axis=1, keepdims=True)
+    return (np.isneginf(shifted) & ~np.isneginf(z_rows)).any(axis=1)

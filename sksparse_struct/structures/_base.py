@@ -51,13 +51,14 @@ Structures with higher-order parts implement the four methods of
 :class:`Structure` directly.
 """
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..utils._validation import check_scores
+from ..utils._validation import as_part_vector, as_real_array, check_scores
 
 __all__ = ["CompiledOracle", "Parts", "Structure", "UnaryStructure", "check_part_scores",
            "dot_masked"]
@@ -299,7 +300,7 @@ class UnaryStructure(Structure):
         return Parts(scores.ravel(), np.zeros(0), scores.shape)
 
     def oracle(self, parts, eta_u, eta_v):
-        scores = np.asarray(eta_u, dtype=np.float64).reshape(parts.context)
+        scores = self._flat_scores(eta_u, "eta_u", "oracle", parts).reshape(parts.context)
         value = self._map_unary(scores)
         m, n = self.indicators(value, parts)
         return value, m, n
@@ -309,19 +310,26 @@ class UnaryStructure(Structure):
         return m.ravel(), np.zeros(0)
 
     def decode(self, u, v, parts):
-        return np.asarray(u, dtype=np.float64).reshape(parts.context)
+        return self._flat_scores(u, "u", "decode", parts).reshape(parts.context)
 
     def encode_backward(self, d_eta_u, d_eta_v, parts):
-        return (np.asarray(d_eta_u, dtype=np.float64).reshape(parts.context),)
+        d_u = self._flat_scores(d_eta_u, "d_eta_u", "encode_backward", parts)
+        return (d_u.reshape(parts.context),)
 
     def decode_backward(self, d_marginals, parts):
-        d_u = np.asarray(d_marginals, dtype=np.float64)
+        owner = f"{type(self).__name__}.decode_backward"
+        d_u = np.asarray(as_real_array(d_marginals, f"{owner}: d_marginals"), dtype=np.float64)
         if d_u.shape != tuple(parts.context):
             raise ValueError(
                 f"the gradient w.r.t. the marginals has shape {d_u.shape}, the "
                 f"marginals have shape {tuple(parts.context)}."
             )
         return d_u.ravel(), np.zeros(0)
+
+    def _flat_scores(self, x, name, method, parts):
+        """``x`` checked as a flat float64 vector with one entry per part."""
+        owner = f"{type(self).__name__}.{method}"
+        return as_part_vector(x, name, owner, math.prod(parts.context))
 
     @abstractmethod
     def _map_unary(self, scores):

@@ -23,7 +23,7 @@ import numbers
 
 import numpy as np
 
-from ..utils._validation import as_real_array
+from ..utils._validation import as_part_vector, as_real_array
 
 from ._base import ORACLE_HEAD_AUTOMATON, CompiledOracle, Parts, Structure
 from ._head_automaton_fast import head_automaton_parts
@@ -210,8 +210,9 @@ class _HeadAutomatonBase(Structure):
     def oracle(self, parts, eta_u, eta_v):
         """Viterbi on flat scores (one compiled call); see :meth:`map` for ties."""
         L, G = parts.context
-        eta_u = np.ascontiguousarray(eta_u, dtype=np.float64)
-        eta_v = np.ascontiguousarray(eta_v, dtype=np.float64)
+        owner = f"{type(self).__name__}.oracle"
+        eta_u = as_part_vector(eta_u, "eta_u", owner, G + L)
+        eta_v = as_part_vector(eta_v, "eta_v", owner, _n_siblings(L) + G * L)
         row = np.empty(L + 1, dtype=np.int64)
         m = np.empty(G + L)
         n = np.empty(eta_v.shape[0])
@@ -222,8 +223,9 @@ class _HeadAutomatonBase(Structure):
     def _decode(self, u, v, parts):
         L, G = parts.context
         T = _n_siblings(L)
-        u = np.array(u, dtype=np.float64)
-        v = np.asarray(v, dtype=np.float64)
+        owner = f"{type(self).__name__}.decode"
+        u = np.array(as_part_vector(u, "u", owner, G + L))
+        v = as_part_vector(v, "v", owner, T + G * L)
         sib = np.zeros((L + 2, L + 2))
         sib[_upper(L)] = v[:T]
         return u[:G], u[G:], sib, v[T:].reshape(G, L).copy()
@@ -250,11 +252,12 @@ class _HeadAutomatonBase(Structure):
     def _check_parts_shapes(self, parts, eta_u, eta_v):
         L, G = parts.context
         T = _n_siblings(L)
-        d_u = np.asarray(eta_u, dtype=np.float64)
-        d_v = np.asarray(eta_v, dtype=np.float64)
+        owner = f"{type(self).__name__}.encode_backward"
+        d_u = np.asarray(as_real_array(eta_u, f"{owner}: d_eta_u"), dtype=np.float64)
+        d_v = np.asarray(as_real_array(eta_v, f"{owner}: d_eta_v"), dtype=np.float64)
         if d_u.shape != (G + L,) or d_v.shape != (T + G * L,):
             raise ValueError(
-                f"flat gradients of shapes {d_u.shape} and {d_v.shape}, expected "
+                f"{owner}: flat gradients of shapes {d_u.shape} and {d_v.shape}, expected "
                 f"({G + L},) and ({T + G * L},)."
             )
         return d_u, d_v

@@ -4,7 +4,7 @@ import numbers
 
 import numpy as np
 
-from ..utils._validation import as_real_array
+from ..utils._validation import as_part_vector, as_real_array
 
 from ._base import ORACLE_SEQUENCE, CompiledOracle, Parts, Structure
 from ._sequence_fast import first_dead_position, forward_backward, marginals_vjp, viterbi
@@ -165,6 +165,7 @@ class Sequence(Structure):
 
     def oracle(self, parts, eta_u, eta_v):
         """Viterbi on flat scores; see :meth:`map` for the tie-breaking rule."""
+        eta_u, eta_v = self._flat_pair(eta_u, eta_v, parts, "oracle", ("eta_u", "eta_v"))
         unary, trans = kernel_inputs(parts, eta_u, eta_v)
         labels, best = viterbi(unary, trans)
         if best == -np.inf:
@@ -208,10 +209,8 @@ class Sequence(Structure):
     def decode(self, u, v, parts):
         """``(u.reshape(n, K), v.reshape(K, K))``: the layout of :meth:`marginals`."""
         n, K = parts.context[:2]
-        return (
-            np.asarray(u, dtype=np.float64).reshape(n, K),
-            np.asarray(v, dtype=np.float64).reshape(K, K),
-        )
+        u, v = self._flat_pair(u, v, parts, "decode", ("u", "v"))
+        return u.reshape(n, K), v.reshape(K, K)
 
     def decode_backward(self, d_marginals, parts):
         """Adjoint of :meth:`decode`: ``(d_u, d_v)`` flat from ``(d_unary, d_transitions)``."""
@@ -233,8 +232,11 @@ class Sequence(Structure):
         potential was not given).
         """
         n, K, has_start, has_end = parts.context
-        d_unary = np.array(d_eta_u, dtype=np.float64).reshape(n, K)
-        d_trans = np.array(d_eta_v, dtype=np.float64).reshape(K, K)
+        d_eta_u, d_eta_v = self._flat_pair(
+            d_eta_u, d_eta_v, parts, "encode_backward", ("d_eta_u", "d_eta_v")
+        )
+        d_unary = d_eta_u.reshape(n, K).copy()
+        d_trans = d_eta_v.reshape(K, K).copy()
         d_start = d_unary[0].copy() if has_start else None
         d_end = d_unary[n - 1].copy() if has_end else None
         return d_unary, d_trans, d_start, d_end
@@ -376,6 +378,15 @@ class Sequence(Structure):
         return self.encode_backward(d_u.ravel(), d_t.ravel(), parts)
 
     # --- helpers --------------------------------------------------------------
+
+    def _flat_pair(self, a, b, parts, method, names):
+        """The flat unary (``n * K``) and transition (``K * K``) vectors, checked."""
+        n, K = parts.context[:2]
+        owner = f"{type(self).__name__}.{method}"
+        return (
+            as_part_vector(a, names[0], owner, n * K),
+            as_part_vector(b, names[1], owner, K * K),
+        )
 
     @staticmethod
     def _indicators_unchecked(labels, parts):

@@ -14,7 +14,7 @@ There are no higher-order parts.
 
 import numpy as np
 
-from ..utils._validation import as_real_array
+from ..utils._validation import as_part_vector, as_real_array
 
 from ._base import ORACLE_PROJECTIVE_TREE, ORACLE_TREE, CompiledOracle, Parts, Structure
 from ._nonprojective_fast import (
@@ -414,6 +414,7 @@ class DependencyTree(Structure):
 
     def oracle(self, parts, eta_u, eta_v):
         n = parts.context
+        eta_u = as_part_vector(eta_u, "eta_u", f"{type(self).__name__}.oracle", n * n)
         projective, single_root = tree_options(self)
         if projective:
             scores = np.full((n + 1, n + 1), -np.inf)
@@ -425,7 +426,7 @@ class DependencyTree(Structure):
         heads = np.empty(n + 1, dtype=np.int64)
         m = np.empty(n * n)
         if not chu_liu_edmonds_parts(
-            np.ascontiguousarray(eta_u, dtype=np.float64), n, single_root,
+            eta_u, n, single_root,
             np.empty((n + 1, n + 1)), heads, m,
         ):
             raise no_tree_error(single_root)
@@ -438,12 +439,13 @@ class DependencyTree(Structure):
     def decode(self, u, v, parts):
         n = parts.context
         out = np.zeros((n + 1, n + 1))
-        out[arc_index(n)] = u
+        out[arc_index(n)] = as_part_vector(u, "u", f"{type(self).__name__}.decode", n * n)
         return out
 
     def decode_backward(self, d_marginals, parts):
         n = parts.context
-        d = np.asarray(d_marginals, dtype=np.float64)
+        owner = f"{type(self).__name__}.decode_backward"
+        d = np.asarray(as_real_array(d_marginals, f"{owner}: d_marginals"), dtype=np.float64)
         if d.shape != (n + 1, n + 1):
             raise ValueError(
                 f"the gradient w.r.t. the arc marginals has shape {d.shape}, "
@@ -452,7 +454,9 @@ class DependencyTree(Structure):
         return np.ascontiguousarray(d[arc_index(n)]), np.zeros(0)
 
     def encode_backward(self, d_eta_u, d_eta_v, parts):
-        return (self.decode(np.asarray(d_eta_u, dtype=np.float64), None, parts),)
+        owner = f"{type(self).__name__}.encode_backward"
+        return (self.decode(as_part_vector(d_eta_u, "d_eta_u", owner, parts.context ** 2),
+                            None, parts),)
 
 
 def _heads_to_parts(heads):

@@ -12,6 +12,7 @@ import numpy as np
 
 __all__ = [
     "as_real_array",
+    "as_part_vector",
     "as_float_rows",
     "check_scores",
     "check_bounds",
@@ -42,6 +43,40 @@ def as_real_array(x, name):
             f"{name} must be an array of real numbers, got dtype {arr.dtype}."
         )
     return arr
+
+
+def as_part_vector(x, name, owner, size):
+    """A flat vector of part scores or gradients as float64, or a ValueError naming it.
+
+    For the :class:`~sksparse_struct.structures.Structure` methods on flat
+    part vectors (``oracle``, ``decode``, ``encode_backward``), which would
+    otherwise fail inside NumPy (``could not convert string to float``) or
+    read past the end of a short vector in a compiled kernel. Values are not
+    checked.
+
+    Parameters
+    ----------
+    x : array-like
+        The vector.
+    name : str
+        Name of the argument, used in error messages.
+    owner : str
+        The method, e.g. ``"Sequence.decode"``; messages start with it.
+    size : int
+        The number of entries ``x`` must have.
+
+    Returns
+    -------
+    vector : ndarray of shape (size,), float64, C-contiguous
+        ``x`` itself when it already is one.
+    """
+    if not (isinstance(x, np.ndarray) and x.dtype == np.float64):
+        x = as_real_array(x, f"{owner}: {name}")
+    if x.shape != (size,):
+        raise ValueError(
+            f"{owner}: {name} must be a flat vector of {size} entries, got shape {x.shape}."
+        )
+    return np.ascontiguousarray(x, dtype=np.float64)
 
 
 def as_float_rows(x, name, allow_empty=False):

@@ -7,6 +7,7 @@ positive temperature, subnormal ones included (the limit is the argmax).
 """
 
 import functools
+import warnings
 
 import numpy as np
 import pytest
@@ -84,6 +85,47 @@ def test_huge_scores_over_small_temperature(name):
     np.testing.assert_array_equal(forward(np.array([1e300, 0.5, -1e300]), temperature=1e-10), [1, 0, 0])
     np.testing.assert_allclose(
         forward(np.array([1e300, 1e300 * (1 - 2**-52)]), temperature=1e-10), [1.0, 0.0], atol=1e-15
+    )
+
+
+@pytest.mark.parametrize("name", list(TEMPERED))
+@pytest.mark.parametrize(
+    "z, temperature",
+    [
+        ([FMAX, -FMAX], FMAX),
+        ([FMAX, -FMAX], 1e306),
+        ([FMAX, -FMAX / 2], FMAX),
+        ([1e308, -5e307, -np.inf, 1e308], 1e308),
+        ([[FMAX, FMIN, 0.0], [1.0, 2.0, 3.0], [-1e-300, 1e308, -1e308]], 2.0**1023),
+    ],
+)
+def test_scores_spanning_more_than_the_range_at_a_huge_temperature(name, z, temperature):
+    # z - max(z) overflowed to -inf: softmax and entmax15 gave the argmax,
+    # e.g. [1, 0] for softmax([FMAX, -FMAX], temperature=FMAX), not [0.88, 0.12].
+    forward = TEMPERED[name]
+    z = np.array(z)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        p = forward(z, temperature=temperature)
+    # The same mapping at a scale where nothing overflows (exact scaling).
+    scale = 2.0**-20
+    np.testing.assert_allclose(
+        p, forward(z * scale, temperature=temperature * scale), rtol=1e-9, atol=1e-15
+    )
+
+
+def test_softmax_and_entmax15_over_the_whole_range():
+    e2 = np.exp(-2.0)
+    np.testing.assert_allclose(
+        softmax(np.array([FMAX, -FMAX]), temperature=FMAX), [1 / (1 + e2), e2 / (1 + e2)],
+        rtol=1e-15,
+    )
+    # exp(-2 * FMAX / 1e306) = exp(-359.5...) is tiny, not 0.
+    tail = softmax(np.array([FMAX, -FMAX]), temperature=1e306)[1]
+    np.testing.assert_allclose(tail, np.exp(-(FMAX / 1e306) * 2), rtol=1e-12)
+    np.testing.assert_allclose(
+        entmax15(np.array([FMAX, -FMAX / 2]), temperature=FMAX), entmax15(np.array([1.0, -0.5])),
+        rtol=1e-15,
     )
 
 

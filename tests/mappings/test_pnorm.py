@@ -1,6 +1,10 @@
 """Tests for sq_pnorm_max and its backward pass."""
 
+import json
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,6 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from sklearn.exceptions import ConvergenceWarning
 
+import sksparse_struct
 from sksparse_struct.mappings import sparsemax, sq_pnorm_max, sq_pnorm_max_backward
 from sksparse_struct.mappings._pnorm_fast import sq_pnorm_max_pg_rows, sq_pnorm_max_rows
 from tests._helpers import central_difference_vjp, solve_on_simplex
@@ -307,6 +312,28 @@ def test_pg_matches_newton_and_kkt(q, temperature):
     for i in np.flatnonzero(converged):
         zi = z[i] - z[i].max()
         assert kkt_violation(got[i], zi / temperature, q, 1.0) <= tol * (1 + 1e-6)
+
+
+def test_pg_with_scores_spanning_more_than_the_range():
+    # A score more than finfo.max below the row max was shifted to -inf: the
+    # gradient became NaN and the backtracking loop never ended. Run in a
+    # subprocess, so that a regression fails instead of hanging the suite.
+    code = (
+        "import json, numpy as np\n"
+        "from sksparse_struct.mappings import sq_pnorm_max\n"
+        "z = np.array([[-4e307, 1.78e308, 1.73e308], [1e308, -1e308, 9.9e307]])\n"
+        "p = sq_pnorm_max(z, temperature=1e307, method='projected_gradient', tol=1e-10)\n"
+        "print(json.dumps(p.tolist()))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+        cwd=Path(sksparse_struct.__file__).parents[1],
+    )
+    assert done.returncode == 0, done.stderr
+    p = np.array(json.loads(done.stdout))
+    z = np.array([[-4e307, 1.78e308, 1.73e308], [1e308, -1e308, 9.9e307]])
+    assert p[0, 0] == 0.0 and p[1, 1] == 0.0
+    np.testing.assert_allclose(p, sq_pnorm_max(z, temperature=1e307), atol=1e-8)
 
 
 def test_pg_kernel_reports_residual_and_iterations():

@@ -1,5 +1,7 @@
 """Tests for regularized_max and regularizer, and the Fenchel-Young losses they define."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -215,6 +217,38 @@ def test_regularizer_known_values():
     assert regularizer(uniform, mapping="entmax15") == pytest.approx(tsallis_uniform, abs=1e-15)
     # ||u||_2^2 / 2 with p=2 equals sparsemax's regularizer.
     assert regularizer(uniform, mapping="sq_pnorm_max", p=2.0) == pytest.approx(0.125, abs=1e-15)
+
+
+FMAX = np.finfo(np.float64).max
+
+
+@pytest.mark.parametrize("mapping", MAPPINGS)
+@pytest.mark.parametrize(
+    "z, temperature",
+    [
+        ([FMAX, FMAX], FMAX),
+        ([FMAX, -FMAX], FMAX),
+        ([FMAX, -FMAX, -np.inf], 1e306),
+        ([-FMAX] * 1000, FMAX),
+        ([[1.0, 2.0], [FMAX, 0.5 * FMAX], [-1e308, -1e308]], 1e308),
+    ],
+)
+def test_values_at_the_edge_of_the_range(mapping, z, temperature):
+    # Terms overflowed: a correct inf came with a RuntimeWarning, -inf - -inf
+    # gave NaN (entmax15 of -FMAX * ones(1000) at FMAX is 0.29 * FMAX), and
+    # softmax gave the argmax.
+    z = np.array(z)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value, p = regularized_max(z, mapping, temperature)
+    # max_Omega is positively homogeneous: the same at a scale with no overflow.
+    scale = 2.0**-20
+    scaled_value, scaled_p = regularized_max(z * scale, mapping, temperature * scale)
+    with np.errstate(over="ignore"):
+        expected = np.asarray(scaled_value) / scale  # inf where beyond the range
+    assert not np.isnan(value).any()
+    np.testing.assert_allclose(value, expected, rtol=1e-9)
+    np.testing.assert_allclose(p, scaled_p, rtol=1e-9, atol=1e-15)
 
 
 def test_single_entry():

@@ -12,8 +12,12 @@ import pytest
 from sksparse_struct.structures import (
     XOR,
     Budget,
+    DependencyTree,
+    GrandparentHeadAutomaton,
+    HeadAutomaton,
     Matching,
     Parts,
+    Sequence,
     Structure,
     UnaryStructure,
 )
@@ -238,3 +242,53 @@ def test_pickle_round_trip(structure):
     if not isinstance(structure, Matching):
         z = z[0]
     assert np.array_equal(np.asarray(clone.map(z)), np.asarray(structure.map(z)))
+
+
+# Every built-in structure with potentials of its shapes (the part counts).
+FLAT_CASES = [
+    (Sequence(), (np.zeros((3, 2)), np.zeros((2, 2)))),
+    (DependencyTree(), (np.zeros((3, 3)),)),
+    (DependencyTree(projective=True), (np.zeros((3, 3)),)),
+    (HeadAutomaton(), (np.zeros(3), np.zeros((5, 5)))),
+    (GrandparentHeadAutomaton(), (np.zeros(2), np.zeros(3), np.zeros((5, 5)), np.zeros((2, 3)))),
+    (XOR(), (np.zeros(3),)),
+    (Budget(2), (np.zeros(3),)),
+    (Matching(), (np.zeros((2, 2)),)),
+    (PickTwo(), (np.zeros(4),)),
+]
+
+
+@pytest.mark.parametrize("structure, potentials", FLAT_CASES, ids=[repr(s) for s, _ in FLAT_CASES])
+def test_flat_vectors_of_strings_or_of_the_wrong_length_are_named(structure, potentials):
+    # Object arrays of strings failed inside NumPy ("could not convert string
+    # to float"), and some short vectors were read past their end by the
+    # compiled oracles (HeadAutomaton, DependencyTree) or silently decoded.
+    parts = structure.encode(*potentials)
+    u, v = parts.eta_u, parts.eta_v
+    name = type(structure).__name__
+    calls = {
+        "oracle": (lambda a, b: structure.oracle(parts, a, b), ("eta_u", "eta_v")),
+        "decode": (lambda a, b: structure.decode(a, b, parts), ("u", "v")),
+        "encode_backward": (
+            lambda a, b: structure.encode_backward(a, b, parts), ("d_eta_u", "d_eta_v")
+        ),
+    }
+    strings = np.array(["a"] + [0.0] * (u.size - 1), dtype=object)
+    for method, (call, (u_name, v_name)) in calls.items():
+        with pytest.raises(ValueError, match=(
+            f"^{name}.{method}: {u_name} must be an array of real numbers, got dtype object"
+        )):
+            call(strings, v)
+        if v.size:  # the structures without higher-order parts ignore v
+            bad_v = np.array(["a"] + [0.0] * (v.size - 1), dtype=object)
+            with pytest.raises(ValueError, match=f"^{name}.{method}: {v_name} must be"):
+                call(u, bad_v)
+        if method != "encode_backward" or not isinstance(
+            structure, (HeadAutomaton, GrandparentHeadAutomaton)
+        ):
+            match = rf"^{name}.{method}: {u_name} must be a flat vector of {u.size} entries"
+        else:
+            match = rf"^{name}.{method}: flat gradients of shapes \({u.size - 1},\)"
+        with pytest.raises(ValueError, match=match):
+            call(u[:-1], v)
+        call(u.astype(np.float32), v)  # other real dtypes are converted

@@ -665,6 +665,35 @@ def test_object_arrays_are_rejected_naming_the_argument():
         np.testing.assert_array_equal(got, want)
 
 
+def test_flat_methods_name_the_argument_of_strings():
+    # oracle, decode and encode_backward raised NumPy's "could not convert
+    # string to float: 'a'", naming neither the method nor the argument.
+    parts = SEQ.encode(np.zeros((2, 2)), np.zeros((2, 2)))
+    u, v = np.zeros(4), np.zeros(4)
+    bad = np.array([0.0, "a", 1.0, 2.0], dtype=object)
+    for method, call, names in (
+        ("oracle", lambda a, b: SEQ.oracle(parts, a, b), ("eta_u", "eta_v")),
+        ("decode", lambda a, b: SEQ.decode(a, b, parts), ("u", "v")),
+        ("encode_backward", lambda a, b: SEQ.encode_backward(a, b, parts),
+         ("d_eta_u", "d_eta_v")),
+    ):
+        for args, name in (((bad, v), names[0]), ((u, bad), names[1])):
+            with pytest.raises(ValueError) as info:
+                call(*args)
+            assert str(info.value) == (
+                f"Sequence.{method}: {name} must be an array of real numbers, got dtype object."
+            )
+    with pytest.raises(ValueError, match=r"^Sequence.decode: v must be a flat vector of 4 "
+                                         r"entries, got shape \(2, 2\)\."):
+        SEQ.decode(u, np.zeros((2, 2)), parts)
+    # Float vectors are decoded as views, gradients as copies, as before.
+    mu, xi = SEQ.decode(u, v, parts)
+    assert np.shares_memory(mu, u) and np.shares_memory(xi, v)
+    d_unary, d_trans, _, _ = SEQ.encode_backward(u, v, parts)
+    assert not np.shares_memory(d_unary, u) and not np.shares_memory(d_trans, v)
+    np.testing.assert_array_equal(SEQ.decode([1, 0, 0, 1], [0, 1, 1, 0], parts)[0], np.eye(2))
+
+
 def test_bad_gradients():
     unary, trans = np.zeros((3, 2)), np.zeros((2, 2))
     with pytest.raises(ValueError, match=r"d_unary_marginals has shape \(2, 2\)"):
