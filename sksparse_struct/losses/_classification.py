@@ -26,6 +26,7 @@ from ..mappings import (
     sparsemax,
     sparsemax_backward,
 )
+from ..utils._homogeneous import rows_at_scale
 from ..utils._validation import check_positive_scalar, check_scores, check_simplex_rows
 
 __all__ = [
@@ -127,12 +128,6 @@ def _dot_rows(theta, targets):
     return np.einsum("ij,ij->i", np.where(targets > 0.0, theta, 0.0), targets)
 
 
-# Rows whose scores span more than about 2**1020, or whose temperature is that
-# large, are computed scaled down by a power of two (see loss_rows).
-_LOG2_IN_RANGE = 1020
-_LOG2_SCALED = 1000
-
-
 def _log2_magnitude(theta, temperature):
     """Upper bound on ``log2`` of every term of the loss of each row.
 
@@ -161,27 +156,9 @@ def loss_rows(theta, targets, loss, temperature, return_prediction=False):
     the tiniest terms), where no term overflows; their value is scaled back
     and is ``inf`` only when the loss itself exceeds the float64 range.
     """
-    log2_size = _log2_magnitude(theta, temperature)
-    big = log2_size > _LOG2_IN_RANGE
-    if not big.any():
-        values, p_hat = _loss_rows_in_range(theta, targets, loss, temperature)
-    else:
-        values = np.empty(theta.shape[0])
-        p_hat = np.empty_like(theta)
-        small = ~big
-        if small.any():
-            values[small], p_hat[small] = _loss_rows_in_range(
-                theta[small], targets[small], loss, temperature
-            )
-        k = int(np.ceil(log2_size[big].max())) - _LOG2_SCALED
-        # The smallest positive float if the temperature underflows: a
-        # change far below the rounding of the scores (at least 2**1020).
-        scaled_temperature = max(np.ldexp(temperature, -k), np.nextafter(0.0, 1.0))
-        scaled_values, p_hat[big] = _loss_rows_in_range(
-            np.ldexp(theta[big], -k), targets[big], loss, scaled_temperature
-        )
-        with np.errstate(over="ignore"):
-            values[big] = np.ldexp(scaled_values, k)
+    values, p_hat = rows_at_scale(
+        lambda rows, t, tg: _loss_rows_in_range(rows, tg, loss, t), theta, temperature,
+        _log2_magnitude(theta, temperature), targets)
     if return_prediction:
         return values, p_hat - targets, p_hat
     return values, p_hat - targets

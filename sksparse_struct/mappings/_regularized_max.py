@@ -12,6 +12,7 @@ mapping by name, so losses never need to know how a mapping is computed.
 
 import numpy as np
 
+from ..utils._homogeneous import LOG2_IN_RANGE, rows_at_scale
 from ..utils._validation import (
     as_float_rows,
     check_positive_scalar,
@@ -30,10 +31,6 @@ __all__ = ["regularized_max", "regularizer", "MAPPING_NAMES"]
 # simplex; outputs of iterative solvers are accurate far beyond this.
 _SIMPLEX_ATOL = 1e-6
 
-# Rows with scores beyond about 2**1019 in magnitude, or with a temperature
-# that large, are computed scaled down by a power of two (see regularized_max).
-_LOG2_IN_RANGE = 1020
-_LOG2_SCALED = 1000
 
 
 def _no_params(name, params):
@@ -139,9 +136,9 @@ def _log2_magnitude(z_rows, temperature):
     is clearly in range (two reductions, the common case).
     """
     log2_regularized = np.log2(temperature) + np.log2(1.0 + np.log(z_rows.shape[1]))
-    half_range = 2.0 ** (_LOG2_IN_RANGE - 1)
+    half_range = 2.0 ** (LOG2_IN_RANGE - 1)
     if (
-        log2_regularized <= _LOG2_IN_RANGE - 1
+        log2_regularized <= LOG2_IN_RANGE - 1
         and -half_range <= z_rows.min()
         and z_rows.max() <= half_range
     ):
@@ -210,32 +207,9 @@ def regularized_max(z, mapping="sparsemax", temperature=1.0, **params):
     _lookup(mapping)
     temperature = check_positive_scalar(temperature, "temperature")
     z_rows, was_1d = check_scores(z, "z")
-    log2_size = _log2_magnitude(z_rows, temperature)
-    big = None if log2_size is None else log2_size > _LOG2_IN_RANGE
-    if big is None or not big.any():
-        values, p_rows = _values_and_maximisers(z_rows, mapping, temperature, params)
-    else:
-        # max_Omega is positively homogeneous, max_{Omega, t}(z) = c
-        # max_{Omega, t/c}(z / c) with the same maximiser (c > 0): rows whose
-        # terms could overflow (e.g. -inf - (-inf) = NaN, or an inf with a
-        # warning) are computed at c = 2**k, exactly (up to underflow of the
-        # tiniest scores), and their value is inf only if it is beyond range.
-        values = np.empty(z_rows.shape[0])
-        p_rows = np.empty_like(z_rows)
-        small = ~big
-        if small.any():
-            values[small], p_rows[small] = _values_and_maximisers(
-                z_rows[small], mapping, temperature, params
-            )
-        k = int(np.ceil(log2_size[big].max())) - _LOG2_SCALED
-        # The smallest positive float if the temperature underflows: a
-        # change far below the rounding of the scores (at least 2**1019).
-        scaled_temperature = max(np.ldexp(temperature, -k), np.nextafter(0.0, 1.0))
-        scaled_values, p_rows[big] = _values_and_maximisers(
-            np.ldexp(z_rows[big], -k), mapping, scaled_temperature, params
-        )
-        with np.errstate(over="ignore"):
-            values[big] = np.ldexp(scaled_values, k)
+    values, p_rows = rows_at_scale(
+        lambda rows, t: _values_and_maximisers(rows, mapping, t, params), z_rows, temperature,
+        _log2_magnitude(z_rows, temperature))
     p_out = p_rows[0] if was_1d else p_rows
     return _restore_values(values, was_1d), p_out
 
