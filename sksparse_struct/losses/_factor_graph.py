@@ -27,13 +27,13 @@ import numpy as np
 
 from ..inference import ad3, lp_sparsemap
 from ..inference._ad3 import check_graph_scores
+from ._kinds_fast import COST_AUGMENTED_LOSSES
 
 __all__ = ["FactorGraphLoss", "FACTOR_GRAPH_LOSSES", "factor_graph_loss"]
 
 #: The losses :func:`factor_graph_loss` computes.
 FACTOR_GRAPH_LOSSES = ("hinge", "perceptron", "sparsemap", "margin_sparsemap")
-# The losses with a cost inside the maximisation, and those solved by LP-MAP.
-_COST_AUGMENTED = ("hinge", "margin_sparsemap")
+# The losses solved by LP-MAP (the others by LP-SparseMAP).
 _LP_MAP = ("hinge", "perceptron")
 
 
@@ -144,7 +144,7 @@ def factor_graph_loss(graph, variable_scores, factor_scores, y_variables, y_fact
         y_v = _gold(y_factors, graph.n_factor_scores, "y_factors")
     inner_theta = theta
     offset = 0.0
-    if loss in _COST_AUGMENTED:
+    if loss in COST_AUGMENTED_LOSSES:
         if not np.all((y_u == 0.0) | (y_u == 1.0)):
             raise ValueError(f"factor_graph_loss: with loss={loss!r}, y_variables "
                              "must be 0/1 (the Hamming cost is affine in u for a 0/1 gold).")

@@ -44,7 +44,7 @@ import numpy as np
 from ..inference import FactorGraph, ad3, ad3_map
 from ..inference._ad3 import check_graph_scores, evaluate
 from ..structures import DependencyTree, GrandparentHeadAutomaton, HeadAutomaton
-from ..structures._tree import arc_index
+from ..structures._tree import arc_index, arc_part, heads_to_parts
 from ._second_order_graph_fast import graph_layout
 
 __all__ = ["CERTIFIED", "BRANCH_AND_BOUND", "ROUNDED", "SecondOrderGraph", "arc_variable",
@@ -56,9 +56,8 @@ BRANCH_AND_BOUND = 1  # the LP was not tight; branch-and-bound proved the MAP
 ROUNDED = 2  # neither within the limits: the best tree found (maybe not the MAP)
 
 
-def arc_variable(h, m, n):
-    """Variable (and ``DependencyTree`` unary part) of the arc ``h -> m`` (arrays too)."""
-    return (m - 1) * n + np.where(h < m, h, h - 1)
+# The variable of the arc h -> m is its DependencyTree unary part (arrays too).
+arc_variable = arc_part
 
 
 _AUTOMATA = (HeadAutomaton(), GrandparentHeadAutomaton())
@@ -165,7 +164,7 @@ class SecondOrderGraph:
         """
         n = self.n
         heads = np.asarray(heads, dtype=np.int64)
-        y_u = _assignment(heads, n)
+        y_u = heads_to_parts(heads)
         y_v = np.zeros(self.n_factor_scores)
         sib, gp = tree_parts(heads)
         if self.siblings.shape[0]:
@@ -277,13 +276,6 @@ def _heads_of(x, n):
     return out
 
 
-def _assignment(heads, n):
-    """The 0/1 arc variables of the tree ``heads`` (length ``n + 1``)."""
-    x = np.zeros(n * n)
-    x[arc_variable(np.asarray(heads[1:]), np.arange(1, n + 1), n)] = 1.0
-    return x
-
-
 # A rounded tree within this relative gap of the LP's bound has the LP
 # solved on, to a tolerance this much finer, before branch-and-bound.
 _REFINE_GAP = 1e-4
@@ -301,7 +293,7 @@ def _rounded(sog, tree, cg, theta, factor_scores, result):
     scores[sog.candidates] = 0.0
     scores += sog.arc_matrix(result.variables)
     heads = np.asarray(tree.map(scores), dtype=np.int64)
-    x = _assignment(heads, n)
+    x = heads_to_parts(heads)
     feasible, value, _ = evaluate(cg, theta, factor_scores, x)
     gap = (result.dual - value) / max(1.0, abs(value)) if feasible else np.inf
     return heads, x, feasible, gap

@@ -18,7 +18,7 @@ import numpy as np
 from ..feature_extraction._part_features_fast import new_part_work
 from ..inference import lp_sparsemap
 from ..losses import factor_graph_loss
-from ..losses._kinds_fast import HINGE, MARGIN_SPARSEMAP, PERCEPTRON, SPARSEMAP
+from ..losses._kinds_fast import HINGE, MARGIN_SPARSEMAP, PERCEPTRON, STRUCTURED_LOSSES
 from ..metrics import uas_score
 from . import _second_order_fast as fast
 from ._pruning import prune_arcs
@@ -28,8 +28,6 @@ __all__ = ["SecondOrderOptions", "SecondOrderProblem", "candidate_graphs", "deco
            "sparse_second_order"]
 
 _DECODE_CHUNK = 32
-_LOSS_NAMES = {HINGE: "hinge", PERCEPTRON: "perceptron", SPARSEMAP: "sparsemap",
-               MARGIN_SPARSEMAP: "margin_sparsemap"}
 
 
 class SecondOrderOptions(NamedTuple):
@@ -192,9 +190,9 @@ class SecondOrderProblem:
                 cost = np.full(y_u.shape[0], 0.5)
             else:
                 cost = None
-            out = factor_graph_loss(sog.graph, theta, phi, y_u, y_v, loss=_LOSS_NAMES[kind],
-                                    cost=cost, eta=options.eta, max_iter=options.max_iter,
-                                    tol=options.tol)
+            out = factor_graph_loss(sog.graph, theta, phi, y_u, y_v,
+                                    loss=STRUCTURED_LOSSES[kind], cost=cost, eta=options.eta,
+                                    max_iter=options.max_iter, tol=options.tol)
             result, loss = out.result, out.value
             unconverged += not result.converged
             if loss <= 0.0 and kind != PERCEPTRON:

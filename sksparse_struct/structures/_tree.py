@@ -26,7 +26,8 @@ from ._nonprojective_fast import (
     matrix_tree_marginals_rooted_log,
 )
 
-__all__ = ["DependencyTree", "no_tree_error", "tree_options"]
+__all__ = ["DependencyTree", "arc_index", "arc_part", "heads_to_parts", "no_tree_error",
+           "tree_options"]
 
 
 # n -> (heads, mods) of the arcs in the part order; read-only, shared by all
@@ -420,7 +421,7 @@ class DependencyTree(Structure):
             scores = np.full((n + 1, n + 1), -np.inf)
             scores[arc_index(n)] = eta_u
             heads = self._map_matrix(scores)
-            return heads, _heads_to_parts(heads), np.zeros(0)
+            return heads, heads_to_parts(heads), np.zeros(0)
         # One compiled call (scatter, Chu-Liu-Edmonds, indicators): this is
         # the inner step of SparseMAP, called once per iteration.
         heads = np.empty(n + 1, dtype=np.int64)
@@ -434,7 +435,7 @@ class DependencyTree(Structure):
 
     def indicators(self, value, parts):
         heads = check_heads(value, parts.context, tree_options(self)[1])
-        return _heads_to_parts(heads), np.zeros(0)
+        return heads_to_parts(heads), np.zeros(0)
 
     def decode(self, u, v, parts):
         n = parts.context
@@ -459,13 +460,17 @@ class DependencyTree(Structure):
                             None, parts),)
 
 
-def _heads_to_parts(heads):
+def arc_part(h, m, n):
+    """Position of the arc ``h -> m`` among the ``n * n`` unary parts (arrays too)."""
+    return (m - 1) * n + np.where(h < m, h, h - 1)
+
+
+def heads_to_parts(heads):
+    """The 0/1 unary parts of the tree ``heads`` (length ``n + 1``, ``heads[0]`` ignored)."""
+    heads = np.asarray(heads)
     n = heads.shape[0] - 1
-    m = np.arange(1, n + 1)
-    h = heads[1:]
-    idx = (m - 1) * n + np.where(h < m, h, h - 1)
     out = np.zeros(n * n)
-    out[idx] = 1.0
+    out[arc_part(heads[1:], np.arange(1, n + 1), n)] = 1.0
     return out
 
 

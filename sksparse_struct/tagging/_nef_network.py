@@ -40,7 +40,7 @@ from ._nef_fast import (
     viterbi_batch,
 )
 
-__all__ = ["Batch", "Config", "Network"]
+__all__ = ["SOFT_ATTENTIONS", "Batch", "Config", "Network"]
 
 N_AFFIX = 4  # prefixes and suffixes of 1 .. N_AFFIX characters
 
@@ -109,10 +109,13 @@ def attention_forward(kind, z, beta, lengths, n_steps, step, alpha):
         kernel(z, beta, lengths, n_steps, step, alpha)
 
 
+#: The attentions computed from the scores by a mapping (discount and temperature apply).
+SOFT_ATTENTIONS = frozenset(_ATTENTION_KERNELS)
+
+
 def _rescaled(cfg, kind):
     """Whether the scores of a step are discounted or tempered (soft attentions only)."""
-    return (kind in _ATTENTION_KERNELS
-            and (cfg.discount != 0.0 or cfg.temperature != 1.0))
+    return kind in SOFT_ATTENTIONS and (cfg.discount != 0.0 or cfg.temperature != 1.0)
 
 
 def _sigmoid(x):

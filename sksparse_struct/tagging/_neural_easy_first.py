@@ -21,10 +21,8 @@ from ._nef_fast import (
     HARD,
     LEFT_TO_RIGHT,
     RIGHT_TO_LEFT,
-    SOFTMAX,
-    SPARSEMAX,
 )
-from ._nef_network import N_AFFIX, Batch, Config, Network
+from ._nef_network import N_AFFIX, SOFT_ATTENTIONS, Batch, Config, Network
 
 __all__ = ["NeuralEasyFirstTagger"]
 
@@ -40,8 +38,6 @@ _ADAGRAD_EPS = 1e-8
 # The attentions that cannot take more steps than a sentence has words
 # (each word has one unit of attention, or is visited once).
 _CAPPED = {CSOFTMAX, CSPARSEMAX, HARD, LEFT_TO_RIGHT, RIGHT_TO_LEFT}
-# The attentions computed from scores by a mapping (discount and temperature apply).
-_SOFT = {SOFTMAX, SPARSEMAX, CSOFTMAX, CSPARSEMAX}
 
 
 def _token_text(token, s, i):
@@ -471,8 +467,8 @@ default=64, 50, 50, 50, 50
         -------
         self : NeuralEasyFirstTagger
         """
-        if ATTENTIONS[self.attention] not in _SOFT and (self.discount_factor != 0
-                                                       or self.temperature != 1):
+        rescaled = self.discount_factor != 0 or self.temperature != 1
+        if rescaled and ATTENTIONS[self.attention] not in SOFT_ATTENTIONS:
             raise ValueError(
                 f"discount_factor and temperature apply to the soft attentions (softmax, "
                 f"sparsemax, csoftmax, csparsemax), not attention={self.attention!r}; leave "
