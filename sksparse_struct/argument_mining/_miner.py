@@ -4,7 +4,7 @@ import time
 from numbers import Integral, Real
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
@@ -13,6 +13,7 @@ from ..feature_extraction import DocumentFeatures
 from ..inference import ad3, ad3_map, milp_map
 from ..learners import minimize_bcfw
 from ..metrics import argument_f1_score
+from ..utils._estimator import StructuredEstimatorMixin
 from ..utils._reporting import Progress, warn
 from ..utils._sklearn_compat import Interval, StrOptions, fit_context
 from ._graph import build_argument_graph, constraint_violations, pair_links, round_to_constraints
@@ -132,7 +133,7 @@ def _link_index(value):
     return None
 
 
-class StructuredSVMArgumentMiner(BaseEstimator):
+class StructuredSVMArgumentMiner(StructuredEstimatorMixin, BaseEstimator):
     """Argument mining with a structured SVM over expressive factor graphs.
 
     Predicts, jointly for all the propositions of a document, the type of
@@ -372,12 +373,8 @@ class StructuredSVMArgumentMiner(BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        # X is a list of documents' features, y a list of (labels, links).
-        tags.input_tags.two_d_array = False
-        tags.target_tags.required = True
-        return tags
+    # X is a list of documents' features, y a list of (labels, links).
+    _score_metric = staticmethod(argument_f1_score)
 
     # --- validation ----------------------------------------------------------
 
@@ -807,7 +804,7 @@ class StructuredSVMArgumentMiner(BaseEstimator):
 
     def _map(self, func, docs):
         """``[func(doc) for doc in docs]``, on ``n_jobs`` threads."""
-        if self.n_jobs is None or effective_n_jobs(self.n_jobs) == 1 or len(docs) < 2:
+        if self._n_threads() == 1 or len(docs) < 2:
             return [func(doc) for doc in docs]
         return Parallel(n_jobs=self.n_jobs, prefer="threads")(delayed(func)(doc) for doc in docs)
 
@@ -844,7 +841,3 @@ class StructuredSVMArgumentMiner(BaseEstimator):
                     f"{doc.links.shape[1]} link features; the model was fit with "
                     f"{self.layout_.n_prop_features} and {self.layout_.n_link_features}.")
         return docs
-
-    def score(self, X, y):
-        """Mean of the link F1 and the proposition macro-F1, pooled over documents."""
-        return argument_f1_score(y, self.predict(X))

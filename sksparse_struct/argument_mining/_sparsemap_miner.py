@@ -3,7 +3,6 @@
 from numbers import Integral, Real
 
 import numpy as np
-from joblib import effective_n_jobs
 from sklearn.utils import check_random_state
 
 from ..inference import lp_sparsemap
@@ -283,7 +282,7 @@ max_bb_nodes, time_limit, verbose :
         docs, targets, graphs = self._prepare_fit(X, y)
         problem = ArgumentProblem(docs, targets, graphs, self.layout_, self.link_cost_,
                                   self._ad3_options(), n_jobs=self.n_jobs)
-        n_threads = 1 if self.n_jobs is None else effective_n_jobs(self.n_jobs)
+        n_threads = self._n_threads()
         losses = _SparseMAPProblem(problem, self.loss, self._training_ad3_options())
         progress = Progress(self, self.verbose, "epoch", self.max_iter)
         self.n_lp_not_converged_ = []

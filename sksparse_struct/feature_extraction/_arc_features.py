@@ -15,6 +15,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
+from ..utils._estimator import TagsMixin
 from . import _arc_features_fast as fast
 
 __all__ = ["ARC_PRESETS", "ArcFeatures", "EncodedSentence"]
@@ -82,7 +83,7 @@ def _missing(value):
     return value is None or value == "_" or value == ""
 
 
-class ArcFeatures(TransformerMixin, BaseEstimator):
+class ArcFeatures(TagsMixin, TransformerMixin, BaseEstimator):
     """Encode sentences for the first-order parser's hashed arc features.
 
     Each token becomes a row of hashed attributes: lower-cased form, lemma,
@@ -161,13 +162,8 @@ class ArcFeatures(TransformerMixin, BaseEstimator):
         self.preset = preset
         self.n_features = n_features
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.string = True
-        tags.requires_fit = False
-        tags.transformer_tags.preserves_dtype = []
-        return tags
+    _sklearn_tags = {"input_tags.two_d_array": False, "input_tags.string": True,
+                     "requires_fit": False, "transformer_tags.preserves_dtype": []}
 
     def _check_params(self):
         if not isinstance(self.preset, str) or self.preset not in ARC_PRESETS:

@@ -34,6 +34,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ..utils._estimator import TagsMixin
 from ._argument_lexicon import ARGUMENT_MARKERS
 from ._ptb import read_constituents
 
@@ -681,7 +682,7 @@ def _top_k(counter, k):
 # The transformer
 # ---------------------------------------------------------------------------
 
-class ArgumentFeatures(TransformerMixin, BaseEstimator):
+class ArgumentFeatures(TagsMixin, TransformerMixin, BaseEstimator):
     """Proposition, link and factor features of argumentative documents.
 
     Fit on training documents, it learns vocabularies, PMI tables and
@@ -933,12 +934,8 @@ class ArgumentFeatures(TransformerMixin, BaseEstimator):
         self.root_verb = root_verb
         self.essays = essays
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.string = True
-        tags.transformer_tags.preserves_dtype = []
-        return tags
+    _sklearn_tags = {"input_tags.two_d_array": False, "input_tags.string": True,
+                     "transformer_tags.preserves_dtype": []}
 
     # -- parameters -------------------------------------------------------
 

@@ -19,6 +19,7 @@ from numbers import Integral
 
 from sklearn.base import BaseEstimator, TransformerMixin
 
+from ..utils._estimator import TagsMixin
 from ..utils._sklearn_compat import StrOptions
 
 __all__ = ["TokenFeatures", "CONLL2000_TEMPLATES"]
@@ -316,7 +317,7 @@ def _token_error(i, j, message):
     return ValueError(f"token {j} of sequence {i}: {message}")
 
 
-class TokenFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
+class TokenFeatures(TagsMixin, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """Turn sequences of tokens into sequences of feature dicts.
 
     A token is a string (the word), a tuple of columns named by ``columns``
@@ -704,9 +705,5 @@ class TokenFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
             dicts[-1]["__EOS__"] = True
         return dicts
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.string = True
-        tags.requires_fit = False
-        return tags
+    _sklearn_tags = {"input_tags.two_d_array": False, "input_tags.string": True,
+                     "requires_fit": False}

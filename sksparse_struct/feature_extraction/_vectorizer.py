@@ -23,6 +23,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ..utils._estimator import TagsMixin
 from ..utils._sklearn_compat import fit_context
 
 __all__ = ["SequenceVectorizer"]
@@ -329,7 +330,7 @@ def _column_dtype(n):
     return np.int32 if n <= np.iinfo(np.int32).max else np.int64
 
 
-class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
+class SequenceVectorizer(TagsMixin, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """Turn sequences of feature dicts into per-sequence sparse matrices.
 
     Each sequence is a list of tokens and each token a dict ``{name: value}``
@@ -606,8 +607,4 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         check_is_fitted(self, "vocabulary_")
         return np.asarray(self.feature_names_, dtype=object)
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.dict = True
-        return tags
+    _sklearn_tags = {"input_tags.two_d_array": False, "input_tags.dict": True}

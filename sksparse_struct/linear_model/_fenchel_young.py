@@ -19,6 +19,7 @@ from ..losses import SMOOTH_LOSS_NAMES, fenchel_young_predict_proba
 # sksparse_struct.losses yet; import them from ..losses once they do.
 from ..losses._classification import loss_hessp_rows, loss_rows
 from ..learners import newton_cg
+from ..utils._estimator import TagsMixin
 from ..utils._reporting import Progress, warn
 from ..utils._sklearn_compat import (
     Interval,
@@ -151,7 +152,7 @@ class _LinearProblem:
         return self._backprop(d_scores, v[: self.n_coef])
 
 
-class FenchelYoungClassifier(ClassifierMixin, BaseEstimator):
+class FenchelYoungClassifier(TagsMixin, ClassifierMixin, BaseEstimator):
     """Linear multiclass classifier trained with a Fenchel-Young loss.
 
     With scores ``theta_i = W^T x_i + b`` (one per class), the model minimises
@@ -267,6 +268,8 @@ class FenchelYoungClassifier(ClassifierMixin, BaseEstimator):
     >>> clf.predict_proba([[4.0, 0.0]]).round(3).tolist()
     [[0.0, 1.0, 0.0]]
     """
+
+    _sklearn_tags = {"input_tags.sparse": True}
 
     _parameter_constraints: dict = {
         "loss": [StrOptions(set(_ESTIMATOR_LOSSES))],
@@ -572,8 +575,3 @@ class FenchelYoungClassifier(ClassifierMixin, BaseEstimator):
         return fenchel_young_predict_proba(
             self._full_scores(X), loss=self.loss, temperature=self.temperature
         )
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags

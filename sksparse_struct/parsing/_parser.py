@@ -4,7 +4,6 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -20,6 +19,7 @@ from ..metrics import uas_score
 from ..structures import DependencyTree
 from ..structures._tree_fast import lift_to_projective
 from ..utils import as_heads, first_bad_tree, is_labelled_pair, tree_error
+from ..utils._estimator import StructuredEstimatorMixin, validation_split
 from ..utils._reporting import Progress, warn, warn_max_iter
 from ..utils._sklearn_compat import Interval, StrOptions, fit_context
 from . import _arc_filter_fast
@@ -71,7 +71,15 @@ def _given_fields(X):
     return tuple(name for name in _TOKEN_FIELDS if name in given)
 
 
-class SparseMAPParser(BaseEstimator):
+def _uas_of_trees(y, heads):
+    """UAS of predicted ``heads`` against gold head sequences or (heads, deprels) pairs."""
+    y = list(y)
+    if y and all(is_labelled_pair(item) for item in y):
+        y = [item[0] for item in y]
+    return uas_score(y, heads)
+
+
+class SparseMAPParser(StructuredEstimatorMixin, BaseEstimator):
     """Dependency parser with SparseMAP, CRF, hinge or perceptron losses.
 
     Every arc ``h -> m`` gets a linear score ``w . f(x, h, m)`` over hashed
@@ -402,12 +410,7 @@ class SparseMAPParser(BaseEstimator):
         self.verbose = verbose
         self.n_jobs = n_jobs
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.target_tags.required = True
-        tags.non_deterministic = False
-        return tags
+    _score_metric = staticmethod(_uas_of_trees)
 
     # --- input --------------------------------------------------------------
 
@@ -731,15 +734,7 @@ class SparseMAPParser(BaseEstimator):
         """``(train_ids, val_ids)``; no validation sentences without early stopping."""
         if not self.early_stopping:
             return np.arange(n_sent), None
-        n_val = int(np.ceil(self.validation_fraction * n_sent))
-        if n_val < 1 or n_val >= n_sent:
-            raise ValueError(
-                f"early_stopping needs at least one training and one validation "
-                f"sentence; validation_fraction={self.validation_fraction} of "
-                f"{n_sent} sentences leaves {n_sent - n_val} for training."
-            )
-        perm = rng.permutation(n_sent)
-        return np.sort(perm[n_val:]), np.sort(perm[:n_val])
+        return validation_split(np.arange(n_sent), self.validation_fraction, rng)
 
     def _training_options(self, rng):
         kind = LOSS_KINDS[self.loss]
@@ -817,9 +812,6 @@ class SparseMAPParser(BaseEstimator):
             use_filter=np.bool_(keys is not None), projective=np.bool_(self.projective),
             single_root=np.bool_(self.single_root),
         )
-
-    def _n_threads(self):
-        return effective_n_jobs(self.n_jobs) if self.n_jobs is not None else 1
 
     # --- prediction ---------------------------------------------------------
 
@@ -988,22 +980,3 @@ class SparseMAPParser(BaseEstimator):
         """
         return [[(np.asarray(heads[1:], dtype=np.int64), float(p)) for heads, p in result.support]
                 for result in self._sparsemap_all(X)]
-
-    def score(self, X, y):
-        """Unlabelled attachment score (fraction of words with the right head).
-
-        Parameters
-        ----------
-        X : list of sentences
-            As in :meth:`fit`.
-        y : list of head sequences, or of (heads, deprels) pairs
-            Gold trees.
-
-        Returns
-        -------
-        uas : float
-        """
-        y = list(y)
-        if y and all(is_labelled_pair(item) for item in y):
-            y = [item[0] for item in y]
-        return uas_score(y, self.predict(X))

@@ -5,12 +5,12 @@ from types import SimpleNamespace
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ..metrics import flat_accuracy_score
+from ..utils._estimator import StructuredEstimatorMixin, validation_split
 from ..utils._reporting import Progress
 from ..utils._sklearn_compat import Interval, fit_context
 from . import _easy_first_fast as fast
@@ -48,7 +48,7 @@ def _rows(offsets, seq_ids):
     )
 
 
-class EasyFirstTagger(BaseEstimator):
+class EasyFirstTagger(StructuredEstimatorMixin, BaseEstimator):
     """Easy-first tagger: tags the easiest token first, then uses its tag as context.
 
     Instead of tagging from left to right, the tagger repeatedly picks, among
@@ -201,12 +201,7 @@ class EasyFirstTagger(BaseEstimator):
         self.verbose = verbose
         self.n_jobs = n_jobs
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.target_tags.required = True
-        tags.non_deterministic = False
-        return tags
+    _score_metric = staticmethod(flat_accuracy_score)
 
     # The input is exactly the linear-chain tagger's (feature dicts or
     # matrices, then labels): its validation and vectorization are reused
@@ -302,15 +297,7 @@ class EasyFirstTagger(BaseEstimator):
         ids = np.arange(data.n_sequences, dtype=np.int64)
         if not self.early_stopping:
             return ids, ids[:0]
-        n_valid = int(np.ceil(self.validation_fraction * len(ids)))
-        if n_valid < 1 or n_valid >= len(ids):
-            raise ValueError(
-                f"early_stopping with validation_fraction={self.validation_fraction} and "
-                f"{len(ids)} training sequences leaves no sequence to train on or none to "
-                "validate on."
-            )
-        perm = rng.permutation(ids)
-        return np.sort(perm[n_valid:]), np.sort(perm[:n_valid])
+        return validation_split(ids, self.validation_fraction, rng, "sequences")
 
     def _store(self, w, attr_ptr, pair_label, n_pairs, window):
         self._params = w
@@ -327,9 +314,6 @@ class EasyFirstTagger(BaseEstimator):
         self.sketch_feature_names_ = _sketch_feature_names(self.classes_.tolist(), window)
 
     # --- prediction ---------------------------------------------------------
-
-    def _n_threads(self):
-        return effective_n_jobs(self.n_jobs) if self.n_jobs is not None else 1
 
     def _decode(self, chains, w, n_pairs, K, window, data, seq_ids=None):
         """Tags and decision orders (stacked) of ``seq_ids`` (default: all) of ``data``."""
@@ -379,17 +363,3 @@ class EasyFirstTagger(BaseEstimator):
         if not return_order:
             return y_pred
         return y_pred, [order[offsets[s]:offsets[s + 1]].copy() for s in range(len(lengths))]
-
-    def score(self, X, y):
-        """Token accuracy of :meth:`predict` (tags unseen in training count as errors).
-
-        Parameters
-        ----------
-        X : list of sequences
-        y : list of label sequences
-
-        Returns
-        -------
-        score : float
-        """
-        return flat_accuracy_score(y, self.predict(X))

@@ -6,7 +6,6 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
@@ -18,6 +17,7 @@ from ..inference._sparsemap_fast import SPARSEMAP_OPTIONS
 from ..losses._kinds_fast import LOSS_KINDS, STRUCTURED_LOSSES
 from ..metrics import flat_accuracy_score
 from ..structures import Sequence
+from ..utils._estimator import StructuredEstimatorMixin
 from ..utils._reporting import Progress, warn, warn_max_iter
 from ..utils._sklearn_compat import Interval, StrOptions, fit_context
 from ._problem import (
@@ -163,7 +163,7 @@ def _forbidden_pairs(scheme, classes):
     return pairs
 
 
-class LinearChainCRF(BaseEstimator):
+class LinearChainCRF(StructuredEstimatorMixin, BaseEstimator):
     """Linear-chain tagger trained with a CRF, SSVM, perceptron or SparseMAP loss.
 
     A drop-in alternative to ``sklearn_crfsuite.CRF``: ``X`` is a list of
@@ -375,12 +375,7 @@ class LinearChainCRF(BaseEstimator):
         self.verbose = verbose
         self.n_jobs = n_jobs
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.target_tags.required = True
-        tags.non_deterministic = False
-        return tags
+    _score_metric = staticmethod(flat_accuracy_score)
 
     # --- input handling -----------------------------------------------------
 
@@ -621,9 +616,6 @@ class LinearChainCRF(BaseEstimator):
         cols = np.repeat(order, np.diff(model.attr_ptr))
         self.coef_ = sp.csr_matrix((w[:model.n_pairs], (model.pair_label, cols)),
                                    shape=(len(self.classes_), n_features))
-
-    def _n_threads(self):
-        return effective_n_jobs(self.n_jobs) if self.n_jobs is not None else 1
 
     def _sparsemap_options(self):
         """The active set's settings, in training and :meth:`predict_sparse`."""
@@ -880,20 +872,6 @@ class LinearChainCRF(BaseEstimator):
                  "distributions are valid but not the optimal ones); increase max_iter.",
                  ConvergenceWarning)
         return out
-
-    def score(self, X, y):
-        """Token accuracy of :meth:`predict` (labels unseen in training count as errors).
-
-        Parameters
-        ----------
-        X : list of sequences
-        y : list of label sequences
-
-        Returns
-        -------
-        score : float
-        """
-        return flat_accuracy_score(y, self.predict(X))
 
     # --- readable views -----------------------------------------------------
 

@@ -5,13 +5,13 @@ from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 
 import numpy as np
-from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from ..metrics import flat_accuracy_score
+from ..utils._estimator import StructuredEstimatorMixin
 from ..utils._reporting import Progress
 from ..utils._sklearn_compat import Interval, StrOptions, fit_context
 from ._nef_fast import (
@@ -82,7 +82,7 @@ def _affixes(word):
     return pre + suf
 
 
-class NeuralEasyFirstTagger(BaseEstimator):
+class NeuralEasyFirstTagger(StructuredEstimatorMixin, BaseEstimator):
     """Neural easy-first sequence tagger with constrained attention.
 
     The model of Martins & Kreutzer (2017, Alg. 2): the words are encoded
@@ -331,13 +331,8 @@ default=64, 50, 50, 50, 50
         self.verbose = verbose
         self.n_jobs = n_jobs
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.string = True
-        tags.target_tags.required = True
-        tags.non_deterministic = False
-        return tags
+    _sklearn_tags = {"input_tags.string": True}
+    _score_metric = staticmethod(flat_accuracy_score)
 
     # --- data -----------------------------------------------------------------------------
 
@@ -512,7 +507,7 @@ default=64, 50, 50, 50, 50
         theta = net.init(rng)
         n_emb = net.offsets["E_affix"][1]  # the embedding tables come first
         accum = np.zeros(net.size)
-        n_jobs = max(1, min(effective_n_jobs(self.n_jobs), _BATCH_PARTS))
+        n_jobs = min(self._n_threads(), _BATCH_PARTS)
 
         self.loss_curve_ = []
         self.validation_scores_ = []
@@ -659,7 +654,7 @@ default=64, 50, 50, 50, 50
         sentences = _sentences(X)
         word_ids, affix_ids = self._encode(sentences)
         ids = [i for i, s in enumerate(sentences) if len(s) > 0]
-        n_jobs = max(1, effective_n_jobs(self.n_jobs))
+        n_jobs = self._n_threads()
         with threadpool_limits(limits=1, user_api="blas"), \
                 ThreadPoolExecutor(max_workers=n_jobs) as pool:
             found = self._predict_ids(self.params_, ids, word_ids, affix_ids, pool,
@@ -708,7 +703,3 @@ default=64, 50, 50, 50, 50
             else:
                 result.append(r[1])
         return result
-
-    def score(self, X, y):
-        """Token accuracy of :meth:`predict` on ``X`` against ``y``."""
-        return flat_accuracy_score(y, self.predict(X))

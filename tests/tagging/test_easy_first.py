@@ -367,7 +367,7 @@ def test_matrix_input_and_errors():
         EasyFirstTagger().fit([[], []], [[], []])
     with pytest.raises(ValueError, match="features per token"):
         t.predict([np.zeros((2, Xm[0].shape[1] + 1))])
-    with pytest.raises(ValueError, match="leaves no sequence"):
+    with pytest.raises(ValueError, match="early_stopping needs at least one training"):
         EasyFirstTagger(early_stopping=True, validation_fraction=0.01).fit(X[:1], y[:1])
     # Half of the sequences are held out; some seeds hold out the two empty ones.
     raised = 0
