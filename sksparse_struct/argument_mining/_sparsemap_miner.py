@@ -297,7 +297,7 @@ max_bb_nodes, time_limit, verbose :
         result = minimize_online(
             losses, np.zeros(self.layout_.n_params), np.arange(n), method="adagrad",
             learning_rate=self.learning_rate, l2=1.0 / (self.C * n),
-            batch_size=min(self.batch_size, n), max_epochs=self.max_iter, tol=self.tol,
+            batch_size=min(self.batch_size, n), max_iter=self.max_iter, tol=self.tol,
             average=True, random_state=check_random_state(self.random_state), n_parts=2,
             n_threads=min(n_threads, 2), callback=callback)
         self.coef_ = result.coef

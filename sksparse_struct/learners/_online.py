@@ -58,7 +58,7 @@ from ._online_fast import (
     update_kernels,
 )
 
-__all__ = ["OnlineEpoch", "OnlineResult", "SparseGradient", "minimize_online"]
+__all__ = ["EarlyStopping", "OnlineEpoch", "OnlineResult", "SparseGradient", "minimize_online"]
 
 _METHODS = ("adagrad", "perceptron")
 # AdaGrad's denominator is sqrt(accumulated squared gradients + _EPS).
@@ -70,6 +70,52 @@ _THREADED_UPDATE = 4096
 
 def _serial(func, items):
     return [func(x) for x in items]
+
+
+class EarlyStopping:
+    """The stopping rule of the online estimators: ``n_iter_no_change`` epochs without progress.
+
+    After each epoch, :meth:`update` gets the epoch's mean training loss and,
+    with held-out samples, their score and the epoch's weights. An epoch
+    makes progress when the score rises above the best one so far plus
+    ``tol`` (with held-out samples) or the loss falls below the best one
+    minus ``tol`` (without); the run stops after ``n_iter_no_change``
+    epochs in a row without. The weights of the best-scoring epoch are kept
+    (``best_coef``). ``tol=None`` never stops.
+
+    Parameters
+    ----------
+    tol : float or None
+    n_iter_no_change : int
+
+    Examples
+    --------
+    >>> rule = EarlyStopping(tol=0.01, n_iter_no_change=2)
+    >>> [rule.update(loss, None) for loss in [1.0, 0.5, 0.495, 0.49, 0.3]]
+    [False, False, False, True, False]
+    """
+
+    def __init__(self, tol, n_iter_no_change):
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.best_loss = np.inf
+        self.best_score = None
+        self.best_coef = None
+        self.no_change = 0
+
+    def update(self, loss, score=None, coef=None):
+        """Record an epoch; True when the run should stop."""
+        tol = self.tol
+        if score is not None:
+            improved = tol is None or self.best_score is None or score > self.best_score + tol
+            if self.best_score is None or score > self.best_score:
+                self.best_score = score
+                self.best_coef = coef
+        else:
+            improved = tol is None or loss < self.best_loss - tol
+            self.best_loss = min(self.best_loss, loss)
+        self.no_change = 0 if improved else self.no_change + 1
+        return tol is not None and self.no_change >= self.n_iter_no_change
 
 
 class OnlineEpoch(NamedTuple):
@@ -127,7 +173,7 @@ class OnlineResult(NamedTuple):
         The best of them.
     converged : bool
         Whether the stopping rule of ``tol`` ended the run (always False
-        with ``tol=None``, which runs ``max_epochs`` epochs).
+        with ``tol=None``, which runs ``max_iter`` epochs).
     """
 
     coef: np.ndarray
@@ -140,7 +186,7 @@ class OnlineResult(NamedTuple):
     converged: bool
 
 
-def _check_options(method, learning_rate, l1, l2, batch_size, max_epochs, n_parts):
+def _check_options(method, learning_rate, l1, l2, batch_size, max_iter, n_parts):
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}.")
     if method == "perceptron" and (l1 or l2):
@@ -149,14 +195,14 @@ def _check_options(method, learning_rate, l1, l2, batch_size, max_epochs, n_part
         raise ValueError(f"learning_rate must be positive, got {learning_rate!r}.")
     if not (l1 >= 0 and l2 >= 0):
         raise ValueError(f"l1 and l2 must be non-negative, got {l1!r} and {l2!r}.")
-    for name, value in (("batch_size", batch_size), ("max_epochs", max_epochs),
+    for name, value in (("batch_size", batch_size), ("max_iter", max_iter),
                         ("n_parts", n_parts)):
         if int(value) != value or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}.")
 
 
 def minimize_online(problem, w0, sample_ids, *, method="adagrad", learning_rate=0.1, l1=0.0,
-                    l2=0.0, batch_size=16, max_epochs=10, tol=1e-4, n_iter_no_change=3,
+                    l2=0.0, batch_size=16, max_iter=10, tol=1e-4, n_iter_no_change=3,
                     average=True, validation_ids=None, random_state=None, n_parts=2,
                     n_threads=1, callback=None):
     """Minimise ``mean_i loss_i(w) + l2 / 2 ||w||^2 + l1 ||w||_1`` by online updates.
@@ -187,13 +233,15 @@ def minimize_online(problem, w0, sample_ids, *, method="adagrad", learning_rate=
         Penalties, relative to the *mean* loss.
     batch_size : int, default=16
         Samples per update.
-    max_epochs : int, default=10
+    max_iter : int, default=10
         Epochs at most.
     tol : float or None, default=1e-4
         Stop when ``n_iter_no_change`` successive epochs fail to bring the
         mean training loss below the best one minus ``tol`` (with
         ``validation_ids``: the validation score above the best plus
-        ``tol``). None: run ``max_epochs`` epochs.
+        ``tol``; :class:`EarlyStopping`), and the perceptron after an epoch
+        with a zero loss (no mistake: the weights did not move). None: run
+        ``max_iter`` epochs.
     n_iter_no_change : int, default=3
         Epochs without improvement before stopping.
     average : bool, default=True
@@ -243,12 +291,12 @@ def minimize_online(problem, w0, sample_ids, *, method="adagrad", learning_rate=
     ...         gradient.n_touched[part] = n
     ...         return np.array([loss])
     >>> result = minimize_online(LeastSquares(), np.zeros(3), np.arange(3), batch_size=1,
-    ...                          learning_rate=1.0, max_epochs=100, tol=None,
+    ...                          learning_rate=1.0, max_iter=100, tol=None,
     ...                          average=False, random_state=0)
     >>> result.coef.round(3).tolist(), result.n_steps
     ([1.0, -2.0, 0.5], 300)
     """
-    _check_options(method, learning_rate, l1, l2, batch_size, max_epochs, n_parts)
+    _check_options(method, learning_rate, l1, l2, batch_size, max_iter, n_parts)
     rng = check_random_state(random_state)
     adagrad = method == "adagrad"
     rule = UpdateRule(np.bool_(adagrad), float(learning_rate), float(learning_rate * l2),
@@ -267,16 +315,14 @@ def minimize_online(problem, w0, sample_ids, *, method="adagrad", learning_rate=
     run = _serial if pool is None else (lambda f, items: list(pool.map(f, items)))
 
     loss_curve, stats_curve, scores = [], [], []
-    best_score, best_coef = None, None
-    best_loss = np.inf
-    no_change = 0
+    stopping = EarlyStopping(tol, n_iter_no_change)
     converged = False
     step = 0
     epoch = 0
     coef = w
     t0 = time.perf_counter()
     try:
-        for epoch in range(1, max_epochs + 1):
+        for epoch in range(1, max_iter + 1):
             order = rng.permutation(sample_ids)
             part_of = np.empty(order.shape[0], dtype=np.int64)
             split_batches(order, costs, batch_size, n_parts, part_of)
@@ -335,25 +381,19 @@ def minimize_online(problem, w0, sample_ids, *, method="adagrad", learning_rate=
             if validation_ids is not None:
                 score = problem.score(coef, validation_ids)
                 scores.append(score)
-                improved = tol is None or score > (
-                    -np.inf if best_score is None else best_score + tol)
-                if best_score is None or score > best_score:
-                    best_score = score
-                    best_coef = coef
-            else:
-                improved = tol is None or mean_loss < best_loss - tol
-                best_loss = min(best_loss, mean_loss)
+            stop = stopping.update(mean_loss, score, coef)
             if callback is not None:
                 callback(OnlineEpoch(epoch, total, int(sample_ids.shape[0]), score, step,
                                      time.perf_counter() - t0))
-            no_change = 0 if improved else no_change + 1
-            if tol is not None and no_change >= n_iter_no_change:
+            if stop or (tol is not None and not adagrad and total[0] == 0.0):
+                # A perceptron epoch without a mistake changed no weight: every
+                # further epoch would be the same.
                 converged = True
                 break
     finally:
         if pool is not None:
             pool.shutdown()
-    if best_coef is not None:
-        coef = best_coef
-    return OnlineResult(coef, epoch, step, loss_curve, stats_curve, scores, best_score,
+    if stopping.best_coef is not None:
+        coef = stopping.best_coef
+    return OnlineResult(coef, epoch, step, loss_curve, stats_curve, scores, stopping.best_score,
                         converged)

@@ -601,7 +601,7 @@ class SparseMAPParser(StructuredEstimatorMixin, BaseEstimator):
             problem, self.coef_.copy() if warm else np.zeros(n_features), train_ids,
             method="perceptron" if perceptron else "adagrad",
             learning_rate=self.learning_rate, l2=0.0 if perceptron else self.alpha,
-            batch_size=self.batch_size, max_epochs=self.max_iter, tol=self.tol,
+            batch_size=self.batch_size, max_iter=self.max_iter, tol=self.tol,
             n_iter_no_change=self.n_iter_no_change, validation_ids=val_ids, random_state=rng,
             n_parts=_BATCH_PARTS, n_threads=self._n_threads(),
             callback=lambda info: self._report(info, progress),

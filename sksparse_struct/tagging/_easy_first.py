@@ -1,7 +1,6 @@
 """The feature-based easy-first tagger (Goldberg & Elhadad, 2010), trained by guided learning."""
 
 from numbers import Integral, Real
-from types import SimpleNamespace
 
 import numpy as np
 import scipy.sparse as sp
@@ -9,13 +8,13 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from ..learners import minimize_online
 from ..metrics import flat_accuracy_score
 from ..utils._estimator import StructuredEstimatorMixin, validation_split
-from ..utils._reporting import Progress
+from ..utils._reporting import Progress, warn_max_iter
 from ..utils._sklearn_compat import Interval, fit_context
-from . import _easy_first_fast as fast
-from ._linear_chain import LinearChainCRF, _check_sequence_list
-from ._problem import ChainData, ChainRunner, frequency_rank
+from ._input import TokenInputMixin, check_sequence_list
+from ._problem import ChainData, EasyFirstProblem, easy_first_decode, frequency_rank
 
 __all__ = ["EasyFirstTagger"]
 
@@ -48,7 +47,7 @@ def _rows(offsets, seq_ids):
     )
 
 
-class EasyFirstTagger(StructuredEstimatorMixin, BaseEstimator):
+class EasyFirstTagger(TokenInputMixin, StructuredEstimatorMixin, BaseEstimator):
     """Easy-first tagger: tags the easiest token first, then uses its tag as context.
 
     Instead of tagging from left to right, the tagger repeatedly picks, among
@@ -68,7 +67,9 @@ class EasyFirstTagger(StructuredEstimatorMixin, BaseEstimator):
     runs on each training sentence; when the action it chooses has a wrong
     tag, the weights move towards the highest-scoring correct action (an
     untagged token with its gold tag) and away from the chosen one, and the
-    correct action is applied before going on.
+    correct action is applied before going on. Each sentence is one step of
+    the package's online learner
+    (:func:`~sksparse_struct.learners.minimize_online`, its perceptron).
 
     Read more in the :ref:`User Guide <easy_first>`.
 
@@ -76,8 +77,13 @@ class EasyFirstTagger(StructuredEstimatorMixin, BaseEstimator):
     ----------
     max_iter : int, default=10
         Epochs over the training data. Training stops earlier after an
-        epoch without mistakes (or, with ``early_stopping``, when the
-        held-out accuracy stops improving).
+        epoch without mistakes, or as ``tol`` says.
+    tol : float or None, default=1e-4
+        Stop when ``n_iter_no_change`` epochs in a row fail to bring the
+        mistakes per training sequence below the best so far minus ``tol``
+        (with ``early_stopping``: the held-out accuracy above the best plus
+        ``tol``). A ``ConvergenceWarning`` says when ``max_iter`` ended the
+        fit first. None: run ``max_iter`` epochs and do not warn.
     window : int, default=2
         Sketch features look at the tags up to ``window`` tokens left and
         right: the tag at ``i - d`` and at ``i + d`` for ``d = 1 .. window``,
@@ -95,11 +101,12 @@ class EasyFirstTagger(StructuredEstimatorMixin, BaseEstimator):
     early_stopping : bool, default=False
         Hold out ``validation_fraction`` of the training sentences, keep the
         weights of the epoch with the best token accuracy on them, and stop
-        after ``n_iter_no_change`` epochs without improvement.
+        as ``tol`` says.
     validation_fraction : float, default=0.1
-        Fraction of the sentences held out with ``early_stopping``.
+        Fraction of the sentences held out with ``early_stopping`` (rounded
+        up).
     n_iter_no_change : int, default=3
-        Epochs without improvement of the held-out accuracy before stopping.
+        Epochs without improvement before stopping (see ``tol``).
     random_state : int, RandomState instance or None, default=None
         Shuffling of the sentences at each epoch, and the held-out split.
     verbose : int, default=0
@@ -165,6 +172,7 @@ class EasyFirstTagger(StructuredEstimatorMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [None, Interval(Real, 0, None, closed="left")],
         "window": [Interval(Integral, 0, None, closed="left")],
         "average": ["boolean"],
         "all_possible_states": ["boolean"],
@@ -180,6 +188,7 @@ class EasyFirstTagger(StructuredEstimatorMixin, BaseEstimator):
         self,
         *,
         max_iter=10,
+        tol=1e-4,
         window=2,
         average=True,
         all_possible_states=False,
@@ -191,6 +200,7 @@ class EasyFirstTagger(StructuredEstimatorMixin, BaseEstimator):
         n_jobs=None,
     ):
         self.max_iter = max_iter
+        self.tol = tol
         self.window = window
         self.average = average
         self.all_possible_states = all_possible_states
@@ -202,13 +212,6 @@ class EasyFirstTagger(StructuredEstimatorMixin, BaseEstimator):
         self.n_jobs = n_jobs
 
     _score_metric = staticmethod(flat_accuracy_score)
-
-    # The input is exactly the linear-chain tagger's (feature dicts or
-    # matrices, then labels): its validation and vectorization are reused
-    # as they are, on the attributes of the same names (vectorizer_,
-    # n_features_in_, classes_).
-    _features = LinearChainCRF._features
-    _labels = LinearChainCRF._labels
 
     # --- fit ----------------------------------------------------------------
 
@@ -228,7 +231,7 @@ class EasyFirstTagger(StructuredEstimatorMixin, BaseEstimator):
         self : EasyFirstTagger
             The fitted tagger.
         """
-        X = _check_sequence_list(X)
+        X = check_sequence_list(X)
         if len(X) == 0:
             raise ValueError("X is empty: at least one training sequence is needed.")
         matrix, lengths = self._features(X, fit=True)
@@ -246,50 +249,38 @@ class EasyFirstTagger(StructuredEstimatorMixin, BaseEstimator):
             train_rows = _rows(data.offsets, train_ids)
             seen = ChainData(matrix[train_rows], lengths[train_ids], gold[train_rows],
                              self._attr_rank)
-            valid_rows = _rows(data.offsets, valid_ids)
-            if len(valid_rows) == 0:
+            if len(_rows(data.offsets, valid_ids)) == 0:
                 raise ValueError(
                     "early_stopping: the held-out sequences have no token; use a larger "
                     "validation_fraction or drop the empty sequences."
                 )
         attr_ptr, pair_label = seen.pairs(K, self.all_possible_states)
-        layout = SimpleNamespace(attr_ptr=attr_ptr, pair_label=pair_label)
-        chains = data.chains(layout)
-        n_pairs = int(attr_ptr[-1])
-        window = int(self.window)
-        n_params = n_pairs + fast.n_sketch_rows(K, window) * K
-        w = np.zeros(n_params)
-        acc = np.zeros(n_params)
-
+        problem = EasyFirstProblem(data, attr_ptr, pair_label, K, self.window,
+                                   self._n_threads())
         progress = Progress(self, self.verbose, "epoch", self.max_iter)
-        n_mistakes, scores = [], []
-        best, best_score, stale = None, -np.inf, 0
-        seen_sequences = 0
-        for epoch in range(1, self.max_iter + 1):
-            order = rng.permutation(train_ids)
-            mistakes = fast.train_epoch(chains, w, acc, n_pairs, K, window, order,
-                                        seen_sequences + 1)
-            seen_sequences += len(order)
-            n_mistakes.append(int(mistakes))
-            current = w - acc / seen_sequences if self.average else w.copy()
-            score = None
-            if self.early_stopping:
-                tags, _ = self._decode(chains, current, n_pairs, K, window, data, valid_ids)
-                score = float(np.mean(tags[valid_rows] == gold[valid_rows]))
-                scores.append(score)
-                if score > best_score:
-                    best, best_score, stale = current, score, 0
-                else:
-                    stale += 1
-            else:
-                best = current
-            progress.update(epoch, [("mistakes", int(mistakes)), ("val_acc", score)])
-            if mistakes == 0 or stale >= self.n_iter_no_change:
-                break
-        self.n_iter_ = epoch
-        self.n_mistakes_ = np.array(n_mistakes, dtype=np.int64)
-        self.validation_scores_ = np.array(scores) if self.early_stopping else None
-        self._store(best, attr_ptr, pair_label, n_pairs, window)
+
+        def callback(info):
+            progress.update(info.epoch, [("mistakes", int(info.stats[0])),
+                                         ("val_acc", info.validation_score)])
+
+        result = minimize_online(
+            problem, np.zeros(problem.n_params), train_ids, method="perceptron",
+            batch_size=1, max_iter=self.max_iter, tol=self.tol,
+            n_iter_no_change=self.n_iter_no_change, average=self.average,
+            validation_ids=valid_ids if len(valid_ids) else None, random_state=rng,
+            callback=callback,
+        )
+        self.n_iter_ = result.n_epochs
+        self.n_mistakes_ = np.array([stats[0] for stats in result.stats], dtype=np.int64)
+        self.validation_scores_ = (np.array(result.validation_scores) if self.early_stopping
+                                   else None)
+        if self.tol is not None and not result.converged:
+            rule = ("the held-out accuracy stopped rising" if self.early_stopping else
+                    "the mistakes per sequence stopped falling")
+            warn_max_iter("EasyFirstTagger", self.max_iter, "epoch",
+                          f"an epoch made no mistake or {rule} by more than tol={self.tol} "
+                          f"({self.n_iter_no_change} epochs in a row)")
+        self._store(result.coef, attr_ptr, pair_label, problem.n_pairs, problem.window)
         return self
 
     def _split(self, data, rng):
@@ -315,21 +306,6 @@ class EasyFirstTagger(StructuredEstimatorMixin, BaseEstimator):
 
     # --- prediction ---------------------------------------------------------
 
-    def _decode(self, chains, w, n_pairs, K, window, data, seq_ids=None):
-        """Tags and decision orders (stacked) of ``seq_ids`` (default: all) of ``data``."""
-        tags = np.zeros(data.n_tokens, dtype=np.int64)
-        order = np.zeros(data.n_tokens, dtype=np.int64)
-        if seq_ids is None:
-            parts = data.chunks()
-        else:
-            parts = [np.asarray(seq_ids, dtype=np.int64)]
-        with ChainRunner(self._n_threads()) as runner:
-            runner.map(
-                lambda ids: fast.decode_part(chains, w, n_pairs, K, window, ids, tags, order),
-                parts,
-            )
-        return tags, order
-
     def predict(self, X, return_order=False):
         """Tag each sequence, easiest decisions first.
 
@@ -352,10 +328,10 @@ class EasyFirstTagger(StructuredEstimatorMixin, BaseEstimator):
         check_is_fitted(self, "classes_")
         matrix, lengths = self._features(X, fit=False)
         data = ChainData(matrix, lengths, attr_rank=self._attr_rank)
-        layout = SimpleNamespace(attr_ptr=self._attr_ptr, pair_label=self._pair_label)
-        K = len(self.classes_)
-        tags, order = self._decode(data.chains(layout), self._params, int(self._attr_ptr[-1]),
-                                   K, self._window, data)
+        tags, order = easy_first_decode(data.chains(self._attr_ptr, self._pair_label),
+                                        self._params, int(self._attr_ptr[-1]),
+                                        len(self.classes_), self._window, data,
+                                        self._n_threads())
         classes = self.classes_.tolist()
         flat = [classes[i] for i in tags]
         offsets = data.offsets

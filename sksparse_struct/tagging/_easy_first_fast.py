@@ -28,10 +28,11 @@ training alike.
 
 import numpy as np
 
+from ..learners._online_fast import apply_update, push
 from ..utils._numba import njit
 from ._chain_fast import _find_pair, max_length, token_scores
 
-__all__ = ["decode_part", "n_sketch_rows", "train_epoch"]
+__all__ = ["decode_part", "guided_steps", "n_sketch_rows"]
 
 
 @njit
@@ -154,12 +155,19 @@ def decode_part(chains, w, n_pairs, n_labels, window, seq_ids, out_tags, out_ord
 
 
 @njit
-def _update(chains, w, acc, n_pairs, K, r, label, rows, n_rows, sign, stamp):
-    """``w += sign * phi(token r, label)`` and ``acc += stamp * sign * phi`` (for averaging).
+def _update(chains, w, n_pairs, K, r, label, rows, n_rows, sign, sparse, saved, n_touched,
+            stamp):
+    """``w += sign * phi(token r, label)``, pushing ``-sign * phi`` to ``sparse`` (part 0).
 
+    ``w`` moves at once, so that the rest of the sentence is decoded with
+    the new weights; the first time a coordinate is touched in the step, its
+    weight before the step is kept in ``saved`` (for :func:`guided_steps`).
     Token features whose (attribute, label) pair is not in the model keep a
-    weight of zero, as in the linear-chain tagger.
+    weight of zero, as in the linear-chain tagger. Returns the new count of
+    touched coordinates.
     """
+    grad = sparse.values
+    touched = sparse.touched[0]
     for k in range(chains.indptr[r], chains.indptr[r + 1]):
         p0 = chains.pair_start[k]
         p1 = chains.pair_stop[k]
@@ -169,19 +177,30 @@ def _update(chains, w, acc, n_pairs, K, r, label, rows, n_rows, sign, stamp):
             p = _find_pair(chains.pair_label, p0, p1, label)
         if p >= 0:
             x = sign * chains.data[k]
-            w[p] += x
-            acc[p] += stamp * x
+            n_touched = _move(p, x, w, grad, touched, saved, n_touched, stamp)
     for c in range(n_rows):
-        p = n_pairs + rows[c] * K + label
-        w[p] += sign
-        acc[p] += stamp * sign
+        n_touched = _move(n_pairs + rows[c] * K + label, sign, w, grad, touched, saved,
+                          n_touched, stamp)
+    return n_touched
 
 
 @njit
-def train_epoch(chains, w, acc, n_pairs, n_labels, window, seq_ids, first_stamp):
-    """One epoch of guided learning (averaged perceptron) over ``seq_ids``, in order.
+def _move(p, x, w, grad, touched, saved, n_touched, stamp):
+    """``w[p] += x`` and the gradient entry ``-x``, keeping ``w[p]``'s value before the step."""
+    before = w[p]
+    n = push(p, -x, grad, 0, touched, n_touched, stamp)
+    if n > n_touched:
+        saved[n_touched] = before
+    w[p] = before + x
+    return n
 
-    At each step the highest-scoring (position, tag) among the uncovered
+
+@njit
+def guided_steps(chains, w, n_pairs, n_labels, window, seq_ids, sparse, first_step, scale, opt,
+                 rule):
+    """Guided learning (Goldberg & Elhadad, 2010) over ``seq_ids``: one online step a sequence.
+
+    At each decision the highest-scoring (position, tag) among the uncovered
     positions is chosen. When its tag is not the gold tag, the weights move
     towards the highest-scoring correct action (an uncovered position with
     its gold tag) and away from the chosen one, both with the features of
@@ -189,12 +208,13 @@ def train_epoch(chains, w, acc, n_pairs, n_labels, window, seq_ids, first_stamp)
     uncovered position is rescored (the weights changed). Otherwise the
     chosen action is applied and its neighbours rescored.
 
-    ``acc`` accumulates ``(t - 1) * update`` where ``t = first_stamp + k`` is
-    the number of the ``k``-th sequence of the epoch (counting from 1 over
-    all epochs); the average of the weights after each of the first ``T``
-    sequences is then ``w - acc / T``.
-
-    Returns the number of mistakes (updates).
+    A sequence's moves are its step of the online learner
+    (``learners._online``): the sequence is decoded with the weights
+    moving after each mistake, then they are put back, the sum of the moves
+    (the perceptron loss's gradient, negated) sits in part 0 of ``sparse``,
+    and ``learners._online_fast.apply_update`` applies it at step
+    ``first_step + t`` (``rule``: the perceptron's, with the learner's
+    averaging in ``opt``). Returns the number of mistakes of each sequence.
     """
     K = n_labels
     m = max_length(chains.offsets, seq_ids)
@@ -204,23 +224,25 @@ def train_epoch(chains, w, acc, n_pairs, n_labels, window, seq_ids, first_stamp)
     tags = np.empty(m, dtype=np.int64)
     rows = np.empty(2 * window + 3, dtype=np.int64)
     rows_gold = np.empty(2 * window + 3, dtype=np.int64)
-    mistakes = 0
+    saved = np.empty(w.shape[0])
+    mistakes = np.zeros(seq_ids.shape[0])
     gold = chains.gold
-    for k in range(seq_ids.shape[0]):
-        s = seq_ids[k]
-        stamp = float(first_stamp + k - 1)
+    for t in range(seq_ids.shape[0]):
+        s = seq_ids[t]
+        step = first_step + t
+        stamp = float(step)
+        n_touched = 0
         r0 = chains.offsets[s]
         r1 = chains.offsets[s + 1]
         n = r1 - r0
-        if n == 0:
-            continue
-        token_scores(chains.indptr, chains.pair_start, chains.pair_stop, chains.data,
-                     chains.pair_label, w, r0, r1, u)
-        for i in range(n):
-            tags[i] = -1
-        for i in range(n):
-            best_tag[i] = _rescore(w, n_pairs, u, tags, n, i, K, window, rows, S)
-        for step in range(n):
+        if n > 0:
+            token_scores(chains.indptr, chains.pair_start, chains.pair_stop, chains.data,
+                         chains.pair_label, w, r0, r1, u)
+            for i in range(n):
+                tags[i] = -1
+            for i in range(n):
+                best_tag[i] = _rescore(w, n_pairs, u, tags, n, i, K, window, rows, S)
+        for _ in range(n):
             j = _pick(S, best_tag, tags, n)
             y = best_tag[j]
             if y == gold[r0 + j]:
@@ -235,14 +257,21 @@ def train_epoch(chains, w, acc, n_pairs, n_labels, window, seq_ids, first_stamp)
                     g = i
             n_gold = sketch_rows(tags, n, g, K, window, rows_gold)
             n_pred = sketch_rows(tags, n, j, K, window, rows)
-            _update(chains, w, acc, n_pairs, K, r0 + g, gold[r0 + g], rows_gold, n_gold,
-                    1.0, stamp)
-            _update(chains, w, acc, n_pairs, K, r0 + j, y, rows, n_pred, -1.0, stamp)
-            mistakes += 1
+            n_touched = _update(chains, w, n_pairs, K, r0 + g, gold[r0 + g], rows_gold, n_gold,
+                                1.0, sparse, saved, n_touched, stamp)
+            n_touched = _update(chains, w, n_pairs, K, r0 + j, y, rows, n_pred, -1.0, sparse,
+                                saved, n_touched, stamp)
+            mistakes[t] += 1.0
             tags[g] = gold[r0 + g]
             token_scores(chains.indptr, chains.pair_start, chains.pair_stop, chains.data,
                          chains.pair_label, w, r0, r1, u)
             for i in range(n):
                 if tags[i] < 0:
                     best_tag[i] = _rescore(w, n_pairs, u, tags, n, i, K, window, rows, S)
+        # Back to the weights before the sequence: the learner applies its moves.
+        touched = sparse.touched[0]
+        for k in range(n_touched):
+            w[touched[k]] = saved[k]
+        sparse.n_touched[0] = n_touched
+        apply_update(sparse, step, scale, w, opt, rule)
     return mistakes

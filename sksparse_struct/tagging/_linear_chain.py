@@ -1,6 +1,5 @@
 """Linear-chain CRF taggers (CRF, structured SVM, perceptron, SparseMAP losses)."""
 
-import numbers
 import warnings
 from numbers import Integral, Real
 
@@ -10,7 +9,6 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from ..feature_extraction import SequenceVectorizer
 from ..inference import sparsemap
 from ..learners import minimize_bcfw, minimize_lbfgs, minimize_online
 from ..inference._sparsemap_fast import SPARSEMAP_OPTIONS
@@ -20,6 +18,7 @@ from ..structures import Sequence
 from ..utils._estimator import StructuredEstimatorMixin
 from ..utils._reporting import Progress, warn, warn_max_iter
 from ..utils._sklearn_compat import Interval, StrOptions, fit_context
+from ._input import TokenInputMixin, check_sequence_list
 from ._problem import (
     ChainBCFWProblem,
     ChainData,
@@ -53,23 +52,6 @@ _N_ITER_NO_CHANGE = 3
 # Passes of BCFW between two duality gaps (each costs one more decoding per
 # sequence); the last pass always gets one.
 _BCFW_GAP_EVERY = 10
-
-
-def _is_matrix(seq):
-    return sp.issparse(seq) or (isinstance(seq, np.ndarray) and seq.ndim == 2)
-
-
-def _is_empty_list(seq):
-    return isinstance(seq, (list, tuple)) and len(seq) == 0
-
-
-def _check_sequence_list(X, name="X"):
-    if isinstance(X, (str, bytes, dict)) or sp.issparse(X) or not hasattr(X, "__len__"):
-        raise ValueError(
-            f"{name} must be a list of sequences (one list of token feature dicts, or one "
-            f"sparse matrix, per sequence); got {type(X).__name__}."
-        )
-    return list(X)
 
 
 # Largest feature magnitude fit accepts. The objective's gradient grows with
@@ -163,7 +145,7 @@ def _forbidden_pairs(scheme, classes):
     return pairs
 
 
-class LinearChainCRF(StructuredEstimatorMixin, BaseEstimator):
+class LinearChainCRF(TokenInputMixin, StructuredEstimatorMixin, BaseEstimator):
     """Linear-chain tagger trained with a CRF, SSVM, perceptron or SparseMAP loss.
 
     A drop-in alternative to ``sklearn_crfsuite.CRF``: ``X`` is a list of
@@ -377,98 +359,6 @@ class LinearChainCRF(StructuredEstimatorMixin, BaseEstimator):
 
     _score_metric = staticmethod(flat_accuracy_score)
 
-    # --- input handling -----------------------------------------------------
-
-    def _features(self, X, *, fit):
-        """Stack the sequences of ``X`` into one token matrix; returns ``(matrix, lengths)``."""
-        X = _check_sequence_list(X)
-        # Empty lists fit either form; everything else decides.
-        kinds = {_is_matrix(seq) for seq in X if _is_matrix(seq) or not _is_empty_list(seq)}
-        if len(kinds) > 1:
-            raise ValueError(
-                "X mixes sequences given as matrices and as lists of feature dicts; "
-                "use one form for all sequences."
-            )
-        as_matrix = kinds == {True}
-        if fit:
-            self.vectorizer_ = None if as_matrix else SequenceVectorizer()
-        elif (self.vectorizer_ is None) != as_matrix:
-            raise ValueError(
-                "this tagger was fitted on "
-                + ("feature matrices" if self.vectorizer_ is None else "feature dicts")
-                + " and X has sequences of the other kind."
-            )
-        if not as_matrix:
-            if fit:
-                return self.vectorizer_._fit_transform_stacked(X)
-            return self.vectorizer_._transform_stacked(X)
-        blocks = []
-        for s, seq in enumerate(X):
-            M = sp.csr_matrix(seq, dtype=np.float64)
-            if not np.all(np.isfinite(M.data)):
-                i = np.flatnonzero(~np.isfinite(M.data))[0]
-                token = np.searchsorted(M.indptr, i, side="right") - 1
-                raise ValueError(
-                    f"X[{s}] has a non-finite feature value ({M.data[i]}) at token {token}."
-                )
-            blocks.append(M)
-        widths = {M.shape[1] for M in blocks}
-        if len(widths) > 1:
-            raise ValueError(
-                f"the sequence matrices of X have different numbers of columns: {sorted(widths)}."
-            )
-        n_features = widths.pop() if widths else 0
-        if not fit and n_features != self.n_features_in_:
-            raise ValueError(
-                f"X has {n_features} features per token, the tagger was fitted with "
-                f"{self.n_features_in_}."
-            )
-        lengths = np.array([M.shape[0] for M in blocks], dtype=np.int64)
-        if not blocks:
-            return sp.csr_matrix((0, 0)), lengths
-        return sp.vstack(blocks, format="csr"), lengths
-
-    def _labels(self, y, lengths, *, learn_classes):
-        """Label codes of ``y``, all sequences flat; ``learn_classes`` sets ``classes_`` first."""
-        y = _check_sequence_list(y, "y")
-        if len(y) != len(lengths):
-            raise ValueError(
-                f"X has {len(lengths)} sequences but y has {len(y)} label sequences."
-            )
-        flat = []
-        for s, (seq, n) in enumerate(zip(y, lengths)):
-            if isinstance(seq, (str, bytes)) or not hasattr(seq, "__len__"):
-                raise ValueError(
-                    f"y[{s}] is {type(seq).__name__} {seq!r}, expected a sequence of labels "
-                    "(y is a list of label lists)."
-                )
-            if len(seq) != n:
-                raise ValueError(
-                    f"sequence {s} has {n} tokens in X but {len(seq)} labels in y."
-                )
-            flat.extend(seq)
-        if learn_classes:
-            seen = dict.fromkeys(flat)
-            try:
-                classes = sorted(seen)
-            except TypeError:
-                classes = list(seen)
-            if not classes:
-                raise ValueError("y has no labels: every training sequence is empty.")
-            self.classes_ = np.array(classes) if _homogeneous(classes) else _object_array(classes)
-        index = {c: i for i, c in enumerate(self.classes_.tolist())}
-        gold = np.empty(len(flat), dtype=np.int64)
-        for i, label in enumerate(flat):
-            k = index.get(label)
-            if k is None:
-                s = np.searchsorted(np.cumsum(lengths), i, side="right")
-                raise ValueError(
-                    f"y[{s}] has label {label!r}, which is not one of the labels the tagger "
-                    f"was first fitted with ({self.classes_.tolist()})."
-                )
-            gold[i] = k
-        return gold
-
     def _masks(self, gold, offsets):
         """Transition / start / end masks (1 learned, 0 pinned at zero, -1 forbidden)."""
         classes = self.classes_.tolist()
@@ -569,7 +459,7 @@ class LinearChainCRF(StructuredEstimatorMixin, BaseEstimator):
                     "warm_start=True is not supported by solver='bcfw' (its dual state is not "
                     "kept between fits); use solver='adagrad' or warm_start=False."
                 )
-        X = _check_sequence_list(X)
+        X = check_sequence_list(X)
         if len(X) == 0:
             raise ValueError("X is empty: at least one training sequence is needed.")
         warm = self.warm_start and hasattr(self, "classes_")
@@ -707,7 +597,7 @@ class LinearChainCRF(StructuredEstimatorMixin, BaseEstimator):
             ChainProblem(LOSS_KINDS[self.loss], model, data, self._sparsemap_options()), w0,
             np.arange(n), method=solver, learning_rate=self.learning_rate,
             l1=0.0 if perceptron else self.c1 / n, l2=0.0 if perceptron else 2.0 * self.c2 / n,
-            batch_size=1 if perceptron else self.batch_size, max_epochs=self.max_iter,
+            batch_size=1 if perceptron else self.batch_size, max_iter=self.max_iter,
             tol=self.tol if self.tol else None, n_iter_no_change=_N_ITER_NO_CHANGE,
             average=perceptron,
             random_state=self.random_state, n_parts=_BATCH_PARTS, n_threads=self._n_threads(),
@@ -911,14 +801,3 @@ def _iteration_limit(max_iter, name):
         return "the default max(1000, 10 * n_positions)"
     return f"{name}={max_iter}"
 
-
-def _homogeneous(classes):
-    return all(isinstance(c, str) for c in classes) or all(
-        isinstance(c, numbers.Integral) and not isinstance(c, bool) for c in classes
-    )
-
-
-def _object_array(values):
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out

@@ -1,10 +1,11 @@
-"""The training problem of the linear-chain tagger: data layout, objective, decoding.
+"""The training problems of the feature-based taggers: data layout, objective, decoding.
 
-Kept apart from the estimator so that the learners only see an objective
+Kept apart from the estimators so that the learners only see an objective
 (``loss_and_grad(w)`` for L-BFGS), an online problem (:class:`ChainProblem`,
-for ``learners.minimize_online``) or a BCFW problem
-(:class:`ChainBCFWProblem`, for ``learners.minimize_bcfw``), and the
-estimator only deals with validation and scikit-learn glue.
+for ``learners.minimize_online``; :class:`EasyFirstProblem`, the easy-first
+tagger's guided learning) or a BCFW problem (:class:`ChainBCFWProblem`, for
+``learners.minimize_bcfw``), and the estimators only deal with validation
+and scikit-learn glue.
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +16,7 @@ import scipy.sparse as sp
 from ..learners import SparseGradient
 from ..losses._kinds_fast import HINGE, MARGIN_SPARSEMAP, SPARSEMAP, SPARSEMAP_OPTIONS
 from . import _chain_fast as fast
+from . import _easy_first_fast
 from ._chain_bcfw_fast import chain_bcfw_pass, chain_joint_feature, chain_loss_augmented
 from ._chain_fast import ChainGradient, Chains, ChainScores
 
@@ -81,11 +83,11 @@ class ChainData:
             self._bound = (attr_ptr, attr_ptr[self.indices], attr_ptr[self.indices + 1])
         return self._bound[1], self._bound[2]
 
-    def chains(self, model):
-        """The kernels' view of the data under ``model`` (a :class:`Chains`)."""
-        pair_start, pair_stop = self.pair_ranges(model.attr_ptr)
+    def chains(self, attr_ptr, pair_label):
+        """The kernels' view of the data under a model's unary pairs (a :class:`Chains`)."""
+        pair_start, pair_stop = self.pair_ranges(attr_ptr)
         gold = self.gold if self.gold is not None else np.zeros(0, dtype=np.int64)
-        return Chains(self.indptr, pair_start, pair_stop, self.data, model.pair_label,
+        return Chains(self.indptr, pair_start, pair_stop, self.data, pair_label,
                       self.offsets, gold)
 
     @property
@@ -224,7 +226,7 @@ class ChainRunner:
     def unary(self, model, data, w):
         """Unary scores (n_tokens, K), without the start / end scores."""
         U = np.zeros((data.n_tokens, model.n_labels))
-        chains = data.chains(model)
+        chains = data.chains(model.attr_ptr, model.pair_label)
         w_unary = w[:model.n_pairs]
         self.map(lambda ids: fast.unary_part(chains, w_unary, ids, U), data.chunks())
         return U
@@ -234,7 +236,7 @@ class ChainRunner:
         scores = model.scores(w)
         labels = np.zeros(data.n_tokens if not marginals else 0, dtype=np.int64)
         mu = np.zeros((data.n_tokens, model.n_labels) if marginals else (0, model.n_labels))
-        chains = data.chains(model)
+        chains = data.chains(model.attr_ptr, model.pair_label)
         infeasible = self.map(
             lambda ids: fast.decode_part(marginals, chains, scores, ids, labels, mu),
             data.chunks(),
@@ -261,7 +263,7 @@ class ChainRunner:
         """
         K = model.n_labels
         scores = model.scores(w)
-        chains = data.chains(model)
+        chains = data.chains(model.attr_ptr, model.pair_label)
         losses = np.zeros(data.n_sequences)
         parts = data.parts()
 
@@ -323,7 +325,7 @@ class ChainProblem:
         self.model = model
         self.data = data
         self.sparsemap_options = sparsemap_options
-        self.chains = data.chains(model)
+        self.chains = data.chains(model.attr_ptr, model.pair_label)
         self.n_params = model.n_params
         K, P = model.n_labels, model.n_pairs
         # Forbidden scores as -inf to add to the weights (which stay 0 there):
@@ -393,7 +395,7 @@ class ChainBCFWProblem:
         self.model = model
         self.data = data
         self.n_threads = n_threads
-        self.chains = data.chains(model)
+        self.chains = data.chains(model.attr_ptr, model.pair_label)
         self.n_params = model.n_params
         self.n_samples = data.n_sequences
         K, P = model.n_labels, model.n_pairs
@@ -446,3 +448,71 @@ class ChainBCFWProblem:
     def joint_feature(self, i, m):
         return chain_joint_feature(self.chains, np.int64(i), np.ascontiguousarray(m),
                                    np.int64(self.model.n_labels), self.model.tail_learned)
+
+
+class EasyFirstProblem:
+    """The online problem (``learners._online``) of the easy-first tagger's guided learning.
+
+    Each sequence is one step of the averaged perceptron: the weights move
+    after every wrong decision while the sequence is decoded (see
+    ``_easy_first_fast.guided_steps``), so the steps always run in
+    :meth:`sequential_steps`, with ``batch_size=1``.
+
+    Parameters
+    ----------
+    data : ChainData
+        With gold labels.
+    attr_ptr, pair_label : ndarray
+        The model's unary pairs (:meth:`ChainData.pairs`).
+    n_labels, window : int
+        Tags, and the sketch window.
+    n_threads : int, default=1
+        Threads of the held-out decoding (:meth:`score`).
+    """
+
+    def __init__(self, data, attr_ptr, pair_label, n_labels, window, n_threads=1):
+        self.data = data
+        self.chains = data.chains(attr_ptr, pair_label)
+        self.n_pairs = int(attr_ptr[-1])
+        self.n_labels = int(n_labels)
+        self.window = int(window)
+        self.n_params = self.n_pairs + (
+            _easy_first_fast.n_sketch_rows(self.n_labels, self.window) * self.n_labels)
+        self.n_threads = n_threads
+
+    def sample_costs(self):
+        return np.diff(self.data.offsets) + 1.0
+
+    def sequential_steps(self, w, sample_ids, gradient, first_step, scale, opt, rule):
+        """Guided learning on ``sample_ids`` in order; statistics: the mistakes (updates)."""
+        mistakes = _easy_first_fast.guided_steps(
+            self.chains, w, self.n_pairs, self.n_labels, self.window, sample_ids, gradient,
+            first_step, scale, opt, rule)
+        return np.array([mistakes.sum()])
+
+    def decode(self, w, seq_ids=None):
+        """Tags and decision orders (stacked) of ``seq_ids`` (default: all sequences)."""
+        return easy_first_decode(self.chains, w, self.n_pairs, self.n_labels, self.window,
+                                 self.data, self.n_threads, seq_ids)
+
+    def score(self, w, sample_ids):
+        """Token accuracy of the decoded ``sample_ids`` (early stopping)."""
+        tags, _ = self.decode(w, sample_ids)
+        offsets = self.data.offsets
+        rows = np.concatenate([np.arange(offsets[s], offsets[s + 1]) for s in sample_ids]
+                              + [np.zeros(0, np.int64)])
+        return float(np.mean(tags[rows] == self.data.gold[rows]))
+
+
+def easy_first_decode(chains, w, n_pairs, n_labels, window, data, n_threads, seq_ids=None):
+    """Easy-first tags and decision orders (stacked) of ``seq_ids`` (default: all) of ``data``."""
+    tags = np.zeros(data.n_tokens, dtype=np.int64)
+    order = np.zeros(data.n_tokens, dtype=np.int64)
+    parts = data.chunks() if seq_ids is None else [np.asarray(seq_ids, dtype=np.int64)]
+    with ChainRunner(n_threads) as runner:
+        runner.map(
+            lambda ids: _easy_first_fast.decode_part(chains, w, n_pairs, n_labels, window, ids,
+                                                     tags, order),
+            parts,
+        )
+    return tags, order

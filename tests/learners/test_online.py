@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from sksparse_struct.learners import SparseGradient, minimize_online
 from sksparse_struct.learners import _online_fast as fast
+from sksparse_struct.learners._online import EarlyStopping
 
 # --- the lazy updates -------------------------------------------------------------
 
@@ -195,7 +196,7 @@ class LeastSquares:
 def test_adagrad_reaches_the_least_squares_solution():
     problem = LeastSquares(noise=0.0)
     result = minimize_online(problem, np.zeros(15), np.arange(60), learning_rate=0.5,
-                             batch_size=4, max_epochs=300, tol=None, average=False,
+                             batch_size=4, max_iter=300, tol=None, average=False,
                              random_state=0)
     np.testing.assert_allclose(result.coef, problem.w_true, atol=1e-4)
     assert result.n_epochs == 300 and result.n_steps == 300 * 15
@@ -205,7 +206,7 @@ def test_adagrad_reaches_the_least_squares_solution():
 
 def test_results_do_not_depend_on_the_number_of_threads():
     runs = [minimize_online(LeastSquares(), np.zeros(15), np.arange(60), l2=0.01, l1=0.001,
-                            batch_size=7, max_epochs=5, random_state=3, n_parts=3,
+                            batch_size=7, max_iter=5, random_state=3, n_parts=3,
                             n_threads=t) for t in (1, 2, 3)]
     for other in runs[1:]:
         assert np.array_equal(other.coef, runs[0].coef)
@@ -213,11 +214,11 @@ def test_results_do_not_depend_on_the_number_of_threads():
 
 
 def test_penalties_shrink_and_sparsify():
-    plain = minimize_online(LeastSquares(), np.zeros(15), np.arange(60), max_epochs=20,
+    plain = minimize_online(LeastSquares(), np.zeros(15), np.arange(60), max_iter=20,
                             tol=None, average=False, random_state=0).coef
-    l2 = minimize_online(LeastSquares(), np.zeros(15), np.arange(60), l2=1.0, max_epochs=20,
+    l2 = minimize_online(LeastSquares(), np.zeros(15), np.arange(60), l2=1.0, max_iter=20,
                          tol=None, average=False, random_state=0).coef
-    l1 = minimize_online(LeastSquares(), np.zeros(15), np.arange(60), l1=0.3, max_epochs=20,
+    l1 = minimize_online(LeastSquares(), np.zeros(15), np.arange(60), l1=0.3, max_iter=20,
                          tol=None, average=False, random_state=0).coef
     assert np.linalg.norm(l2) < np.linalg.norm(plain)
     assert np.sum(l1 == 0.0) > np.sum(plain == 0.0)
@@ -230,13 +231,13 @@ def test_averaging_returns_the_mean_of_the_iterates():
         seen.append(info)
 
     last = minimize_online(LeastSquares(), np.zeros(15), np.arange(60), batch_size=60,
-                           max_epochs=3, tol=None, average=False, random_state=0)
+                           max_iter=3, tol=None, average=False, random_state=0)
     avg = minimize_online(LeastSquares(), np.zeros(15), np.arange(60), batch_size=60,
-                          max_epochs=3, tol=None, average=True, random_state=0,
+                          max_iter=3, tol=None, average=True, random_state=0,
                           callback=callback)
     # One step per epoch: the average of the three iterates.
     iterates = [minimize_online(LeastSquares(), np.zeros(15), np.arange(60), batch_size=60,
-                                max_epochs=k, tol=None, average=False, random_state=0).coef
+                                max_iter=k, tol=None, average=False, random_state=0).coef
                 for k in (1, 2, 3)]
     np.testing.assert_allclose(avg.coef, np.mean(iterates, axis=0), rtol=1e-12)
     np.testing.assert_array_equal(last.coef, iterates[-1])
@@ -247,7 +248,7 @@ def test_averaging_returns_the_mean_of_the_iterates():
 def test_perceptron_steps_are_the_summed_gradient():
     problem = LeastSquares()
     result = minimize_online(problem, np.zeros(15), np.arange(60), method="perceptron",
-                             batch_size=60, max_epochs=1, average=False, random_state=0)
+                             batch_size=60, max_iter=1, average=False, random_state=0)
     g = np.zeros(15)
     for s in range(60):
         i, v = problem.X[s]
@@ -259,7 +260,7 @@ def test_perceptron_steps_are_the_summed_gradient():
 
 def test_stopping_rules():
     # tol: stops once n_iter_no_change epochs fail to improve the mean loss by tol.
-    result = minimize_online(LeastSquares(), np.zeros(15), np.arange(60), max_epochs=100,
+    result = minimize_online(LeastSquares(), np.zeros(15), np.arange(60), max_iter=100,
                              tol=1e-2, n_iter_no_change=2, random_state=0)
     assert result.n_epochs < 100
     best = np.minimum.accumulate(result.loss_curve)  # best[k]: after epoch k + 1
@@ -268,17 +269,75 @@ def test_stopping_rules():
     # Held-out samples: the best epoch's weights are returned.
     problem = LeastSquares()
     result = minimize_online(problem, np.zeros(15), np.arange(40),
-                             validation_ids=np.arange(40, 60), max_epochs=30, tol=0.0,
+                             validation_ids=np.arange(40, 60), max_iter=30, tol=0.0,
                              n_iter_no_change=3, random_state=0)
     assert len(result.validation_scores) == result.n_epochs
     assert result.best_validation_score == max(result.validation_scores)
     assert problem.score(result.coef, np.arange(40, 60)) == result.best_validation_score
 
 
+def test_early_stopping_rule_on_the_training_loss():
+    rule = EarlyStopping(tol=0.1, n_iter_no_change=2)
+    # 1.0 -> 0.95 is no improvement by 0.1, 0.8 is one (below 0.95 - 0.1), then two without.
+    losses = (1.0, 0.95, 0.8, 0.75, 0.72)
+    assert [rule.update(x) for x in losses] == [False, False, False, False, True]
+    assert rule.best_loss == 0.72 and rule.best_score is None and rule.best_coef is None
+    never = EarlyStopping(tol=None, n_iter_no_change=1)
+    assert not any(never.update(x) for x in (1.0, 2.0, 3.0, 4.0))
+
+
+def test_early_stopping_rule_on_held_out_scores_keeps_the_best_weights():
+    rule = EarlyStopping(tol=0.0, n_iter_no_change=2)
+    coefs = [np.full(2, k) for k in range(5)]
+    stops = [rule.update(1.0, score, coef) for score, coef in zip((0.5, 0.7, 0.7, 0.6), coefs)]
+    # A tie is no progress (0.7 after 0.7), nor is a fall.
+    assert stops == [False, False, False, True]
+    assert rule.best_score == 0.7 and rule.best_coef is coefs[1]
+    # tol above the step: the rise from 0.5 to 0.7 is not progress, but its weights are best.
+    rule = EarlyStopping(tol=0.5, n_iter_no_change=1)
+    assert [rule.update(0.0, s, c) for s, c in zip((0.5, 0.7), coefs)] == [False, True]
+    assert rule.best_coef is coefs[1]
+
+
+class _Separable:
+    """Perceptron loss of a separable toy problem: samples ``i`` want ``w[i % 3] > 0``."""
+
+    n_params = 3
+
+    def sample_costs(self):
+        return np.ones(12)
+
+    def batch_gradient(self, w, ids, gradient, part, step):
+        n, total = 0, 0.0
+        for s in ids:
+            if w[s % 3] <= 0.0:
+                total += 1.0 - w[s % 3]
+                n = fast.push(s % 3, -1.0, gradient.values, 2 * part, gradient.touched[part], n,
+                              float(step))
+        gradient.n_touched[part] = n
+        return np.array([total])
+
+
+def test_perceptron_stops_after_an_epoch_without_mistakes():
+    result = minimize_online(_Separable(), np.zeros(3), np.arange(12), method="perceptron",
+                             batch_size=1, max_iter=50, tol=1e-4, random_state=0)
+    # The first epoch makes the three mistakes; the second none: a fixed point.
+    assert result.n_epochs == 2 and result.converged
+    assert result.loss_curve[-1] == 0.0 and np.all(result.coef > 0)
+    # tol=None runs max_iter epochs.
+    result = minimize_online(_Separable(), np.zeros(3), np.arange(12), method="perceptron",
+                             batch_size=1, max_iter=5, tol=None, random_state=0)
+    assert result.n_epochs == 5 and not result.converged
+    # AdaGrad has no such fixed point: a zero loss alone does not stop it.
+    result = minimize_online(_Separable(), np.zeros(3), np.arange(12), batch_size=1,
+                             max_iter=4, tol=None, random_state=0)
+    assert result.n_epochs == 4 and not result.converged
+
+
 def test_start_point_is_not_modified_and_empty_parts_are_skipped():
     problem = LeastSquares()
     w0 = np.full(15, 0.5)
-    minimize_online(problem, w0, np.arange(60), batch_size=1, max_epochs=1, random_state=0)
+    minimize_online(problem, w0, np.arange(60), batch_size=1, max_iter=1, random_state=0)
     assert np.all(w0 == 0.5)
     # One sample per batch: the other part is never asked for a gradient.
     assert len(problem.calls) == 60 and all(n == 1 for _, n in problem.calls)
@@ -287,7 +346,7 @@ def test_start_point_is_not_modified_and_empty_parts_are_skipped():
 @pytest.mark.parametrize("bad, match", [
     (dict(method="sgd"), "method"), (dict(learning_rate=0.0), "learning_rate"),
     (dict(l1=-1.0), "non-negative"), (dict(batch_size=0), "batch_size"),
-    (dict(max_epochs=1.5), "max_epochs"),
+    (dict(max_iter=1.5), "max_iter"),
 ])
 def test_bad_options(bad, match):
     with pytest.raises(ValueError, match=match):

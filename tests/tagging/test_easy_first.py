@@ -2,6 +2,7 @@
 
 import io
 import pickle
+import warnings
 from contextlib import redirect_stdout
 
 import numpy as np
@@ -10,6 +11,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
@@ -323,6 +325,34 @@ def test_early_stopping_and_verbose():
     # The weights kept are those of the best epoch.
     best = int(np.argmax(t.validation_scores_))
     assert t.n_iter_ - 1 - best == 2
+
+
+def test_tol_and_the_shared_stopping_rule():
+    X, y = load_ewt_sample("train", return_X_y=True)
+    Xf = TokenFeatures(preset="pos").fit_transform(X[:80])
+    y = y[:80]
+    # tol=None: max_iter epochs, no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = EasyFirstTagger(max_iter=3, tol=None, random_state=0).fit(Xf, y)
+    assert t.n_iter_ == 3 and np.all(t.n_mistakes_ > 0)
+    # A huge tol: no epoch counts as progress after the first, and the
+    # learner stops n_iter_no_change epochs later.
+    t = EasyFirstTagger(max_iter=20, tol=1e6, n_iter_no_change=2, random_state=0).fit(Xf, y)
+    assert t.n_iter_ == 3
+    with pytest.warns(ConvergenceWarning, match="EasyFirstTagger did not converge: "
+                                                "max_iter=2 epochs"):
+        EasyFirstTagger(max_iter=2, random_state=0).fit(Xf, y)
+    # Held out as every early-stopping estimator does: ceil(0.1 * 80) = 8 sequences.
+    t = EasyFirstTagger(max_iter=1, tol=None, early_stopping=True, random_state=0).fit(Xf, y)
+    assert len(t.validation_scores_) == 1
+
+
+def test_separable_data_stops_after_an_epoch_without_mistakes():
+    X = [[{"w": "a"}, {"w": "b"}], [{"w": "b"}, {"w": "a"}]] * 3
+    y = [["A", "B"], ["B", "A"]] * 3
+    t = EasyFirstTagger(max_iter=30, window=0, random_state=0).fit(X, y)
+    assert t.n_mistakes_[-1] == 0 and t.n_iter_ < 30
 
 
 # --- scikit-learn contract and input errors -----------------------------------------

@@ -333,7 +333,7 @@ def test_sequential_steps_equal_the_learner_loop(loss, method):
 
     penalties = {} if method == "perceptron" else {"l1": 0.01, "l2": 0.1}
     runs = [minimize_online(p, np.zeros(problem.n_params), np.arange(25), method=method,
-                            batch_size=1, max_epochs=4, tol=None, random_state=0,
+                            batch_size=1, max_iter=4, tol=None, random_state=0,
                             **penalties) for p in (problem, Loop())]
     assert np.array_equal(runs[0].coef, runs[1].coef)
     assert runs[0].loss_curve == runs[1].loss_curve
