@@ -108,7 +108,7 @@ def _neural(**params):
     def factory(args, seed):
         from sksparse_struct import NeuralEasyFirstTagger
 
-        return NeuralEasyFirstTagger(random_state=seed, max_epochs=args.nef_epochs,
+        return NeuralEasyFirstTagger(random_state=seed, max_iter=args.nef_epochs,
                                      max_train_length=50, n_jobs=args.n_jobs,
                                      verbose=args.verbose, **params)
 
@@ -205,10 +205,9 @@ def run_model(name, args, inputs, seed):
         return None, f"{name}: skipped, {str(exc).split(' (')[0]}"
     X_train, y_train, X_test, y_test = inputs[kind]
     warm = factory(args, seed)
-    if "max_iter" in warm.get_params():
-        warm.set_params(max_iter=1)
-    if "max_epochs" in warm.get_params():
-        warm.set_params(max_epochs=1, validation_fraction=0, verbose=0)
+    warm.set_params(max_iter=1)
+    if "early_stopping" in warm.get_params():
+        warm.set_params(early_stopping=False, verbose=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a one-iteration fit does not converge
         warm.fit(X_train[:20], y_train[:20]).predict(X_test[:20])

@@ -60,7 +60,7 @@ EPOCHS = 8
 
 def train(attention, X, y):
     tagger = NeuralEasyFirstTagger(attention=attention, state="full", n_steps="L",
-                                   max_epochs=EPOCHS, random_state=0, **SIZES)
+                                   max_iter=EPOCHS, random_state=0, **SIZES)
     start = time.perf_counter()
     tagger.fit(X, y)
     return tagger, time.perf_counter() - start

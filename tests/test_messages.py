@@ -207,7 +207,7 @@ def test_easy_first_progress(tagging, capsys):
 
 def test_neural_easy_first_progress(tagging, capsys):
     _, y, words = tagging
-    NeuralEasyFirstTagger(max_epochs=2, word_dim=8, affix_dim=4, hidden_dim=8, sketch_dim=6,
+    NeuralEasyFirstTagger(max_iter=2, word_dim=8, affix_dim=4, hidden_dim=8, sketch_dim=6,
                           attention_dim=6, random_state=0, verbose=1).fit(words[:15], y[:15])
     lines = progress_lines(capsys.readouterr().out, "NeuralEasyFirstTagger", "epoch", 2)
     assert set(lines[0][1]) == {"loss", "val_acc"}

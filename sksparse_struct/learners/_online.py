@@ -21,6 +21,11 @@ problem is any object with:
 ``score(w, sample_ids)``
     Only needed for early stopping on held-out samples: a quality measure
     of ``w`` on them (higher is better).
+``epoch_batches(order, batch_size, rng)``
+    Optional. The epoch's mini-batches (arrays of sample ids) from the
+    epoch's shuffled ``order``, e.g. of samples of similar sizes; ``rng``
+    (the learner's) may shuffle them. By default, consecutive runs of
+    ``batch_size`` samples of ``order``.
 ``sequential_steps(w, sample_ids, gradient, first_step, scale, opt, rule)``
     Optional. With ``batch_size=1``, a Python round trip per sample can cost
     more than the sample itself; a problem may then run the whole epoch in
@@ -70,6 +75,25 @@ _THREADED_UPDATE = 4096
 
 def _serial(func, items):
     return [func(x) for x in items]
+
+
+def _batches(problem, order, costs, batch_size, n_parts, rng):
+    """The epoch's mini-batches of ``order``, each with the part of every sample.
+
+    Consecutive runs of ``batch_size`` samples, or the problem's own cut
+    (``problem.epoch_batches``); each shared out by :func:`split_batches`.
+    """
+    if hasattr(problem, "epoch_batches"):
+        for batch in problem.epoch_batches(order, batch_size, rng):
+            batch = np.asarray(batch, dtype=np.int64)
+            part_of = np.empty(batch.shape[0], dtype=np.int64)
+            split_batches(batch, costs, batch.shape[0], n_parts, part_of)
+            yield batch, part_of
+        return
+    part_of = np.empty(order.shape[0], dtype=np.int64)
+    split_batches(order, costs, batch_size, n_parts, part_of)
+    for b in range(0, order.shape[0], batch_size):
+        yield order[b:b + batch_size], part_of[b:b + batch_size]
 
 
 class EarlyStopping:
@@ -324,8 +348,6 @@ def minimize_online(problem, w0, sample_ids, *, method="adagrad", learning_rate=
     try:
         for epoch in range(1, max_iter + 1):
             order = rng.permutation(sample_ids)
-            part_of = np.empty(order.shape[0], dtype=np.int64)
-            split_batches(order, costs, batch_size, n_parts, part_of)
             total = None
             if batch_size == 1 and hasattr(problem, "sequential_steps"):
                 # Batches of one sample: the problem may run the steps itself,
@@ -335,15 +357,13 @@ def minimize_online(problem, w0, sample_ids, *, method="adagrad", learning_rate=
                 if total is not None:
                     step += order.shape[0]
                     order = order[:0]
-            for b in range(0, order.shape[0], batch_size):
-                batch = order[b:b + batch_size]
+            for batch, batch_parts in _batches(problem, order, costs, batch_size, n_parts, rng):
                 step += 1
                 gradient.n_touched[:] = 0
                 if batch.shape[0] == 1:
                     # A lone sample goes to part 0 (the LPT rule's first pick).
                     results = [problem.batch_gradient(w, batch, gradient, 0, step)]
                 else:
-                    batch_parts = part_of[b:b + batch_size]
                     parts = [batch[batch_parts == p] for p in range(n_parts)]
                     busy = [p for p in range(n_parts) if parts[p].shape[0]]
 

@@ -10,9 +10,11 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
+from ..learners import minimize_online
+from ..learners._online_fast import push_all
 from ..metrics import flat_accuracy_score
-from ..utils._estimator import StructuredEstimatorMixin
-from ..utils._reporting import Progress
+from ..utils._estimator import StructuredEstimatorMixin, validation_split
+from ..utils._reporting import Progress, warn_max_iter
 from ..utils._sklearn_compat import Interval, StrOptions, fit_context
 from ._nef_fast import (
     ATTENTIONS,
@@ -26,15 +28,14 @@ from ._nef_network import N_AFFIX, SOFT_ATTENTIONS, Batch, Config, Network
 
 __all__ = ["NeuralEasyFirstTagger"]
 
-# Every mini-batch is cut into this many fixed parts (threads take parts):
-# fixed, so that results do not depend on n_jobs.
+# Every mini-batch is cut into this many fixed parts (by the online learner;
+# threads take parts): fixed, so that results do not depend on n_jobs.
 _BATCH_PARTS = 2
 # Sentences per batch at prediction time.
 _PREDICT_BATCH = 64
 # Mini-batches are formed among this many consecutive batches' worth of
 # shuffled sentences sorted by length, so that a batch pads little.
 _BUCKET_BATCHES = 20
-_ADAGRAD_EPS = 1e-8
 # The attentions that cannot take more steps than a sentence has words
 # (each word has one unit of attention, or is visited once).
 _CAPPED = {CSOFTMAX, CSPARSEMAX, HARD, LEFT_TO_RIGHT, RIGHT_TO_LEFT}
@@ -80,6 +81,89 @@ def _affixes(word):
     pre = [("p" + word[:n]) if len(word) >= n else None for n in range(1, N_AFFIX + 1)]
     suf = [("s" + word[-n:]) if len(word) >= n else None for n in range(1, N_AFFIX + 1)]
     return pre + suf
+
+
+class NEFProblem:
+    """The online problem (``learners._online``) of training a :class:`NeuralEasyFirstTagger`.
+
+    The samples are the training sentences. A part of a mini-batch is one
+    batch of the network (padded to its longest sentence): its loss and
+    gradient (each sentence's clipped to ``clip_norm``) are pushed to the
+    learner's sparse gradient, every dense parameter and the embedding rows
+    the part read. Mini-batches are formed among ``_BUCKET_BATCHES``
+    batches' worth of shuffled sentences sorted by length, so that they pad
+    little (:meth:`epoch_batches`). Dropout masks come from a generator
+    seeded by ``(dropout_seed, step, part)``: the same for every ``n_jobs``.
+    """
+
+    def __init__(self, tagger, word_ids, affix_ids, gold, class_weight, dropout_seed, pool):
+        self.tagger = tagger
+        self.net = tagger.network_
+        self.n_params = self.net.size
+        self.word_ids, self.affix_ids, self.gold = word_ids, affix_ids, gold
+        self.class_weight = class_weight
+        self.dropout_seed = dropout_seed
+        self.pool = pool
+        self.lengths = np.array([len(w) for w in word_ids], dtype=np.float64)
+        self.epoch = 1
+        # The flat coordinates of each dense block and each embedding table's width.
+        self._blocks = [(name, np.arange(a, b, dtype=np.int64), shape)
+                        for name, (a, b, shape) in self.net.offsets.items()]
+
+    def sample_costs(self):
+        return self.lengths
+
+    def epoch_batches(self, order, batch_size, rng):
+        """Mini-batches of sentences of similar lengths, in a random order."""
+        chunk = batch_size * _BUCKET_BATCHES
+        batches = []
+        for c in range(0, len(order), chunk):
+            part = order[c:c + chunk]
+            part = part[np.argsort(self.lengths[part], kind="stable")]
+            batches.extend(part[b:b + batch_size] for b in range(0, len(part), batch_size))
+        return [batches[k] for k in rng.permutation(len(batches))]
+
+    def batch_gradient(self, w, sample_ids, gradient, part, step):
+        """Push the sum of the sentences' (clipped) gradients; statistics: the summed loss."""
+        tagger = self.tagger
+        batch = tagger._batch(sample_ids, self.word_ids, self.affix_ids, self.gold)
+        rng = np.random.default_rng([self.dropout_seed, step, part])
+        try:
+            value, grads = self.net.loss(w, batch, self.class_weight, rng=rng,
+                                         dropout=tagger.dropout, clip_norm=tagger.clip_norm)
+        except FloatingPointError:
+            value = np.nan
+        n = float(len(sample_ids))
+        count = 0
+        col, touched, stamp = 2 * part, gradient.touched[part], float(step)
+        for name, idx, shape in self._blocks:
+            if not np.isfinite(value):
+                break
+            g = grads[name]
+            if name.startswith("E_"):
+                rows, values = g
+                dim = shape[1]
+                idx = (idx[0] + rows[:, None] * dim + np.arange(dim)).ravel()
+                g = values
+            g = np.ascontiguousarray(g, dtype=np.float64).ravel()
+            if not np.isfinite(g).all():
+                value = np.nan
+                break
+            count = push_all(idx, g, n, gradient.values, col, touched, count, stamp)
+        if not np.isfinite(value):
+            raise ValueError(tagger._diverged(self.epoch - 1))
+        gradient.n_touched[part] = count
+        return np.array([n * value])
+
+    def score(self, w, sample_ids):
+        """Token accuracy of the predicted tags of ``sample_ids`` (early stopping)."""
+        try:
+            pred = self.tagger._predict_ids(w, sample_ids, self.word_ids, self.affix_ids,
+                                            self.pool)
+        except FloatingPointError:
+            raise ValueError(self.tagger._diverged(self.epoch - 1)) from None
+        correct = sum(int((p == self.gold[i]).sum()) for p, i in zip(pred, sample_ids))
+        return correct / sum(len(self.gold[i]) for i in sample_ids)
 
 
 class NeuralEasyFirstTagger(StructuredEstimatorMixin, BaseEstimator):
@@ -156,12 +240,20 @@ default=64, 50, 50, 50, 50
     min_count : int, default=2
         Words and affixes seen fewer times in training are unknown (a word
         then keeps its known affixes).
-    max_epochs : int, default=20
-        Passes over the training sentences.
+    max_iter : int, default=20
+        Epochs (passes over the training sentences) at most.
+    tol : float or None, default=1e-4
+        Stop when ``n_iter_no_change`` epochs in a row fail to bring the
+        held-out accuracy above the best so far plus ``tol`` (without
+        ``early_stopping``: the mean training loss below the best minus
+        ``tol``). A ``ConvergenceWarning`` says when ``max_iter`` ended the
+        fit first. None: run ``max_iter`` epochs and do not warn.
     batch_size : int, default=16
         Sentences per AdaGrad step.
     learning_rate : float, default=0.1
-        AdaGrad step size.
+        AdaGrad step size (the package's AdaGrad,
+        :func:`~sksparse_struct.learners.minimize_online`: per-parameter
+        steps ``learning_rate / sqrt(sum of squared gradients + 1e-8)``).
     clip_norm : float or None, default=5.0
         The gradient of each sentence's loss is rescaled to this Euclidean
         norm when longer, before the average over the mini-batch (as when
@@ -171,13 +263,15 @@ default=64, 50, 50, 50, 50
         share of the step. None: no clipping.
     class_weight : dict, "balanced" or None, default=None
         Weights of the tags in the cross-entropy (softmax output only).
+    early_stopping : bool, default=True
+        Hold out ``validation_fraction`` of the training sentences, keep the
+        parameters of the epoch with the best token accuracy on them, and
+        stop as ``tol`` says. False trains on every sentence.
     validation_fraction : float, default=0.1
-        Fraction of the training sentences (at least one) held out for
-        early stopping: the parameters of the epoch with the best token
-        accuracy on them are kept, and training stops after ``n_iter_no_change`` epochs without
-        improvement. 0 trains on everything for ``max_epochs`` epochs.
+        Fraction of the sentences held out with ``early_stopping`` (rounded
+        up).
     n_iter_no_change : int, default=3
-        See ``validation_fraction``.
+        Epochs without improvement before stopping (see ``tol``).
     max_train_length : int or None, default=None
         Training sentences longer than this are left out (with ``n_steps="L"``
         a sentence of ``L`` words costs ``L**2``); prediction takes any
@@ -238,7 +332,7 @@ default=64, 50, 50, 50, 50
     >>> X = [["the", "dog", "barks"], ["a", "cat", "sleeps"], ["the", "cat", "barks"]] * 10
     >>> y = [["DET", "NOUN", "VERB"]] * 30
     >>> tagger = NeuralEasyFirstTagger(word_dim=8, affix_dim=4, hidden_dim=8, sketch_dim=8,
-    ...                                attention_dim=8, max_epochs=5, random_state=0)
+    ...                                attention_dim=8, max_iter=5, random_state=0)
     >>> tagger.fit(X, y).predict([["a", "dog", "sleeps"]])
     [['DET', 'NOUN', 'VERB']]
     >>> tagger.predict_attention([["a", "dog", "sleeps"]])[0].sum(axis=0).round(6).tolist()
@@ -261,12 +355,14 @@ default=64, 50, 50, 50, 50
         "attention_dim": [Interval(Integral, 1, None, closed="left")],
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "min_count": [Interval(Integral, 1, None, closed="left")],
-        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [None, Interval(Real, 0, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "clip_norm": [None, Interval(Real, 0, None, closed="neither")],
         "class_weight": [None, dict, StrOptions({"balanced"})],
-        "validation_fraction": [Interval(Real, 0, 1, closed="left")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "max_train_length": [None, Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
@@ -292,11 +388,13 @@ default=64, 50, 50, 50, 50
         attention_dim=50,
         dropout=0.2,
         min_count=2,
-        max_epochs=20,
+        max_iter=20,
+        tol=1e-4,
         batch_size=16,
         learning_rate=0.1,
         clip_norm=5.0,
         class_weight=None,
+        early_stopping=True,
         validation_fraction=0.1,
         n_iter_no_change=3,
         max_train_length=None,
@@ -319,11 +417,13 @@ default=64, 50, 50, 50, 50
         self.attention_dim = attention_dim
         self.dropout = dropout
         self.min_count = min_count
-        self.max_epochs = max_epochs
+        self.max_iter = max_iter
+        self.tol = tol
         self.batch_size = batch_size
         self.learning_rate = learning_rate
         self.clip_norm = clip_norm
         self.class_weight = class_weight
+        self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.max_train_length = max_train_length
@@ -488,70 +588,47 @@ default=64, 50, 50, 50, 50
         if not keep:
             raise ValueError("no training sentence left (all empty or longer than "
                              f"max_train_length={self.max_train_length}).")
-        keep = np.array(keep)
-        n_valid = round(self.validation_fraction * len(keep))
-        if self.validation_fraction > 0:
-            n_valid = max(n_valid, 1)
-        if n_valid >= len(keep):
-            raise ValueError(
-                f"validation_fraction={self.validation_fraction} leaves {n_valid} of "
-                f"{len(keep)} sentences for validation; it needs at least one on each side."
-            )
-        perm = rng.permutation(len(keep))
-        valid, train = keep[perm[:n_valid]], np.sort(keep[perm[n_valid:]])
+        keep = np.array(keep, dtype=np.int64)
+        train, valid = keep, None
+        if self.early_stopping:
+            train, valid = validation_split(keep, self.validation_fraction, rng)
 
         self._build_vocabularies([sentences[i] for i in train])
         word_ids, affix_ids = self._encode(sentences)
         self.network_ = Network(self._config())
-        net = self.network_
-        theta = net.init(rng)
-        n_emb = net.offsets["E_affix"][1]  # the embedding tables come first
-        accum = np.zeros(net.size)
-        n_jobs = min(self._n_threads(), _BATCH_PARTS)
-
-        self.loss_curve_ = []
-        self.validation_scores_ = []
-        best_score, best_theta, stale = -np.inf, theta.copy(), 0
-        progress = Progress(self, self.verbose, "epoch", self.max_epochs)
+        theta = self.network_.init(rng)
+        dropout_seed = int(rng.randint(np.iinfo(np.int32).max))
+        progress = Progress(self, self.verbose, "epoch", self.max_iter)
         with threadpool_limits(limits=1, user_api="blas"), \
-                ThreadPoolExecutor(max_workers=n_jobs) as pool:
-            for epoch in range(self.max_epochs):
-                total, count = 0.0, 0
-                for ids in self._minibatches(train, word_ids, rng):
-                    seeds = rng.randint(np.iinfo(np.int32).max, size=_BATCH_PARTS)
-                    try:
-                        value, dense, idx, emb = self._gradient(
-                            theta, ids, word_ids, affix_ids, gold, class_weight, seeds, pool)
-                    except FloatingPointError:
-                        value = np.nan
-                    if not (np.isfinite(value) and np.isfinite(dense).all()
-                            and np.isfinite(emb).all()):
-                        raise ValueError(self._diverged(epoch))
-                    total += value * len(ids)
-                    count += len(ids)
-                    with np.errstate(all="ignore"):  # checked above and below
-                        self._adagrad(theta, accum, dense, idx, emb, n_emb)
-                if not np.isfinite(theta).all():
-                    raise ValueError(self._diverged(epoch))
-                self.loss_curve_.append(total / count)
-                self.n_iter_ = epoch + 1
-                score = None
-                if n_valid:
-                    try:
-                        pred = self._predict_ids(theta, valid, word_ids, affix_ids, pool)
-                    except FloatingPointError:
-                        raise ValueError(self._diverged(epoch)) from None
-                    correct = sum(int((p == gold[i]).sum()) for p, i in zip(pred, valid))
-                    score = correct / sum(len(gold[i]) for i in valid)
-                    self.validation_scores_.append(score)
-                    if score > best_score:
-                        best_score, best_theta, stale = score, theta.copy(), 0
-                    else:
-                        stale += 1
-                progress.update(epoch + 1, [("loss", total / count), ("val_acc", score)])
-                if n_valid and stale >= self.n_iter_no_change:
-                    break
-        self.params_ = best_theta if n_valid else theta
+                ThreadPoolExecutor(max_workers=self._n_threads()) as pool:
+            problem = NEFProblem(self, word_ids, affix_ids, gold, class_weight, dropout_seed,
+                                 pool)
+
+            def callback(info):
+                problem.epoch = info.epoch + 1
+                progress.update(info.epoch, [("loss", info.loss),
+                                             ("val_acc", info.validation_score)])
+
+            # No numpy warning on the way: a non-finite result is an error (below).
+            with np.errstate(all="ignore"):
+                result = minimize_online(
+                    problem, theta, train, learning_rate=self.learning_rate,
+                    batch_size=self.batch_size, max_iter=self.max_iter, tol=self.tol,
+                    n_iter_no_change=self.n_iter_no_change, average=False,
+                    validation_ids=valid, random_state=rng, n_parts=_BATCH_PARTS,
+                    n_threads=min(self._n_threads(), _BATCH_PARTS), callback=callback)
+        if not np.isfinite(result.coef).all():
+            raise ValueError(self._diverged(result.n_epochs - 1))
+        self.params_ = result.coef
+        self.n_iter_ = result.n_epochs
+        self.loss_curve_ = [float(loss) for loss in result.loss_curve]
+        self.validation_scores_ = [float(score) for score in result.validation_scores]
+        if self.tol is not None and not result.converged:
+            rule = ("the held-out accuracy stopped rising" if self.early_stopping else
+                    "the mean training loss stopped falling")
+            warn_max_iter("NeuralEasyFirstTagger", self.max_iter, "epoch",
+                          f"{rule} by more than tol={self.tol} ({self.n_iter_no_change} "
+                          "epochs in a row)")
         return self
 
     def _diverged(self, epoch):
@@ -559,71 +636,6 @@ default=64, 50, 50, 50, 50
                 "its gradient or the parameters are no longer finite numbers. Lower "
                 f"learning_rate (now {self.learning_rate!r}) or clip_norm (now "
                 f"{self.clip_norm!r}).")
-
-    def _minibatches(self, train, word_ids, rng):
-        """Shuffled mini-batches of sentences of similar lengths."""
-        order = train[rng.permutation(len(train))]
-        size = self.batch_size
-        chunk = size * _BUCKET_BATCHES
-        batches = []
-        for c in range(0, len(order), chunk):
-            part = order[c:c + chunk]
-            part = part[np.argsort([len(word_ids[i]) for i in part], kind="stable")]
-            batches.extend(part[b:b + size] for b in range(0, len(part), size))
-        for k in rng.permutation(len(batches)):
-            yield batches[k]
-
-    def _gradient(self, theta, ids, word_ids, affix_ids, gold, class_weight, seeds, pool):
-        """Mean loss per sentence of a mini-batch and its gradient (two fixed parts)."""
-        net = self.network_
-        half = (len(ids) + 1) // 2
-        parts = [p for p in (ids[:half], ids[half:]) if len(p)]
-
-        def run(k):
-            batch = self._batch(parts[k], word_ids, affix_ids, gold)
-            # Overflows are not warned about: a non-finite result is an error (fit).
-            with np.errstate(all="ignore"):
-                value, grads = net.loss(theta, batch, class_weight,
-                                        rng=np.random.default_rng(seeds[k]),
-                                        dropout=self.dropout, clip_norm=self.clip_norm)
-            return value, grads, len(parts[k])
-
-        results = list(pool.map(run, range(len(parts))))
-        B = len(ids)
-        n_emb = net.offsets["E_affix"][1]
-        dense = np.zeros(net.size - n_emb)
-        value = 0.0
-        for v, grads, n in results:
-            value += (n / B) * v
-            for name, g in grads.items():
-                if not name.startswith("E_"):
-                    a, b, _ = net.offsets[name]
-                    dense[a - n_emb:b - n_emb] += (n / B) * g.ravel()
-        # Embeddings: the touched rows of each table (unique within a part),
-        # the parts added in a fixed order.
-        emb_idx, emb_val = [], []
-        for name in ("E_word", "E_affix"):
-            a, _, (_, dim) = net.offsets[name]
-            rows = np.unique(np.concatenate([grads[name][0] for _, grads, _ in results]))
-            total = np.zeros((rows.shape[0], dim))
-            for _, grads, n in results:
-                r, rv = grads[name]
-                total[np.searchsorted(rows, r)] += (n / B) * rv
-            emb_idx.append((a + rows[:, None] * dim + np.arange(dim)).ravel())
-            emb_val.append(total.ravel())
-        return value, dense, np.concatenate(emb_idx), np.concatenate(emb_val)
-
-    def _adagrad(self, theta, accum, dense, idx, emb, n_emb):
-        """One AdaGrad step; the embeddings update only their touched rows.
-
-        The gradient comes clipped sentence by sentence (see ``clip_norm``).
-        """
-        lr = self.learning_rate
-        acc = accum[n_emb:]
-        acc += dense * dense
-        theta[n_emb:] -= lr * dense / (np.sqrt(acc) + _ADAGRAD_EPS)
-        accum[idx] += emb * emb
-        theta[idx] -= lr * emb / (np.sqrt(accum[idx]) + _ADAGRAD_EPS)
 
     # --- prediction ---------------------------------------------------------------------------
 

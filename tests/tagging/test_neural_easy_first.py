@@ -35,7 +35,7 @@ def toy():
 @pytest.mark.parametrize("attention", ["csoftmax", "hard"])
 def test_learns_a_context_task(toy, attention):
     (X, y), (X_test, y_test) = toy
-    tagger = NeuralEasyFirstTagger(attention=attention, max_epochs=8, batch_size=8,
+    tagger = NeuralEasyFirstTagger(attention=attention, max_iter=8, batch_size=8,
                                    random_state=0, **SMALL).fit(X, y)
     assert tagger.score(X_test, y_test) >= 0.97
     assert tagger.n_iter_ == len(tagger.loss_curve_) == len(tagger.validation_scores_)
@@ -44,8 +44,8 @@ def test_learns_a_context_task(toy, attention):
 
 def test_crf_output_and_single_state(toy):
     (X, y), (X_test, y_test) = toy
-    tagger = NeuralEasyFirstTagger(state="single", output="crf", max_epochs=6, batch_size=8,
-                                   validation_fraction=0, random_state=0, **SMALL).fit(X, y)
+    tagger = NeuralEasyFirstTagger(state="single", output="crf", max_iter=6, batch_size=8,
+                                   early_stopping=False, random_state=0, **SMALL).fit(X, y)
     assert tagger.n_iter_ == 6 and tagger.validation_scores_ == []
     assert tagger.score(X_test, y_test) >= 0.95
 
@@ -57,7 +57,7 @@ def test_attention_shapes_and_units(toy):
                                      (3, "csparsemax", [3, 1, 0, 2]),
                                      (3, "softmax", [3, 3, 3, 3]),
                                      (0, "csoftmax", [0, 0, 0, 0])]:
-        tagger = NeuralEasyFirstTagger(n_steps=n_steps, attention=attention, max_epochs=1,
+        tagger = NeuralEasyFirstTagger(n_steps=n_steps, attention=attention, max_iter=1,
                                        random_state=0, **SMALL).fit(X, y)
         att = tagger.predict_attention(sentences)
         assert [a.shape for a in att] == [(r, len(s)) for r, s in zip(rows, sentences)]
@@ -72,7 +72,7 @@ def test_attention_shapes_and_units(toy):
 @pytest.mark.parametrize("attention", ["csoftmax", "sparsemax", "softmax", "hard"])
 def test_a_diverging_fit_stops_with_a_clear_error(toy, attention):
     (X, y), _ = toy
-    tagger = NeuralEasyFirstTagger(attention=attention, learning_rate=1e300, max_epochs=2,
+    tagger = NeuralEasyFirstTagger(attention=attention, learning_rate=1e300, max_iter=2,
                                    random_state=0, **SMALL)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no numpy overflow warning on the way either
@@ -82,7 +82,7 @@ def test_a_diverging_fit_stops_with_a_clear_error(toy, attention):
 
 def test_discount_factor_and_temperature(toy):
     (X, y), (X_test, y_test) = toy
-    options = dict(attention="sparsemax", max_epochs=4, batch_size=8, random_state=0, **SMALL)
+    options = dict(attention="sparsemax", max_iter=4, batch_size=8, random_state=0, **SMALL)
     plain = NeuralEasyFirstTagger(**options).fit(X, y)
     # The defaults are the mapping of the scores as they are.
     same = NeuralEasyFirstTagger(discount_factor=0.0, temperature=1.0, **options).fit(X, y)
@@ -101,7 +101,7 @@ def test_discount_factor_and_temperature(toy):
 @pytest.mark.parametrize("attention", ["left_to_right", "right_to_left", "uniform"])
 def test_ablations_run(toy, attention):
     (X, y), _ = toy
-    tagger = NeuralEasyFirstTagger(attention=attention, concat_encoder=False, max_epochs=1,
+    tagger = NeuralEasyFirstTagger(attention=attention, concat_encoder=False, max_iter=1,
                                    random_state=0, **SMALL).fit(X, y)
     att = tagger.predict_attention([["w1", "w2", "w3"]])[0]
     expected = {"left_to_right": np.eye(3), "right_to_left": np.eye(3)[::-1],
@@ -113,7 +113,7 @@ def test_tokens_as_strings_or_dicts_give_the_same_model(toy):
     (X, y), _ = toy
     as_word = [[{"word": w} for w in s] for s in X]
     as_form = [[{"form": w, "upos": "X"} for w in s] for s in X]
-    params = [NeuralEasyFirstTagger(max_epochs=1, random_state=3, **SMALL).fit(data, y).params_
+    params = [NeuralEasyFirstTagger(max_iter=1, random_state=3, **SMALL).fit(data, y).params_
               for data in (X, as_word, as_form)]
     np.testing.assert_array_equal(params[0], params[1])
     np.testing.assert_array_equal(params[0], params[2])
@@ -121,18 +121,18 @@ def test_tokens_as_strings_or_dicts_give_the_same_model(toy):
 
 def test_reproducible_and_independent_of_n_jobs(toy):
     (X, y), (X_test, _) = toy
-    fits = [NeuralEasyFirstTagger(max_epochs=2, random_state=7, n_jobs=n_jobs, **SMALL).fit(X, y)
+    fits = [NeuralEasyFirstTagger(max_iter=2, random_state=7, n_jobs=n_jobs, **SMALL).fit(X, y)
             for n_jobs in (1, 1, 2)]
     for other in fits[1:]:
         np.testing.assert_array_equal(fits[0].params_, other.params_)
         assert fits[0].predict(X_test) == other.predict(X_test)
-    other = NeuralEasyFirstTagger(max_epochs=2, random_state=8, **SMALL).fit(X, y)
+    other = NeuralEasyFirstTagger(max_iter=2, random_state=8, **SMALL).fit(X, y)
     assert not np.array_equal(fits[0].params_, other.params_)
 
 
 def test_pickle_clone_and_grid_search(toy):
     (X, y), (X_test, y_test) = toy
-    tagger = NeuralEasyFirstTagger(max_epochs=2, random_state=0, **SMALL)
+    tagger = NeuralEasyFirstTagger(max_iter=2, random_state=0, **SMALL)
     assert tagger.fit(X, y) is tagger
     again = pickle.loads(pickle.dumps(tagger))
     assert again.predict(X_test) == tagger.predict(X_test)
@@ -140,7 +140,7 @@ def test_pickle_clone_and_grid_search(toy):
         np.testing.assert_array_equal(a, b)
     fresh = clone(tagger)
     assert fresh.get_params() == tagger.get_params() and not hasattr(fresh, "params_")
-    search = GridSearchCV(NeuralEasyFirstTagger(max_epochs=1, random_state=0, **SMALL),
+    search = GridSearchCV(NeuralEasyFirstTagger(max_iter=1, random_state=0, **SMALL),
                           {"attention": ["csoftmax", "softmax"]}, cv=2).fit(X, y)
     assert search.best_params_["attention"] in ("csoftmax", "softmax")
     assert 0.0 <= search.score(X_test, y_test) <= 1.0
@@ -148,7 +148,7 @@ def test_pickle_clone_and_grid_search(toy):
 
 def test_vocabularies_and_unknown_words(toy):
     (X, y), _ = toy
-    tagger = NeuralEasyFirstTagger(max_epochs=1, min_count=1, validation_fraction=0,
+    tagger = NeuralEasyFirstTagger(max_iter=1, min_count=1, early_stopping=False,
                                    random_state=0, **SMALL).fit(X, y)
     assert set(tagger.vocabulary_) == {w for s in X for w in s}
     assert sorted(tagger.vocabulary_.values()) == list(range(1, len(tagger.vocabulary_) + 1))
@@ -159,7 +159,7 @@ def test_vocabularies_and_unknown_words(toy):
 def test_class_weight(toy):
     (X, y), _ = toy
     for cw in ("balanced", {"START": 2.0, "ODD": 0.5}):
-        NeuralEasyFirstTagger(max_epochs=1, class_weight=cw, random_state=0, **SMALL).fit(X, y)
+        NeuralEasyFirstTagger(max_iter=1, class_weight=cw, random_state=0, **SMALL).fit(X, y)
     with pytest.raises(ValueError, match="not among the training tags"):
         NeuralEasyFirstTagger(class_weight={"NOPE": 1.0}, **SMALL).fit(X, y)
     with pytest.raises(ValueError, match="softmax output"):
@@ -170,7 +170,7 @@ def test_not_fitted_and_bad_input(toy):
     (X, y), _ = toy
     with pytest.raises(NotFittedError):
         NeuralEasyFirstTagger().predict(X)
-    tagger = NeuralEasyFirstTagger(**SMALL, max_epochs=1)
+    tagger = NeuralEasyFirstTagger(**SMALL, max_iter=1)
     with pytest.raises(ValueError, match=r"X\[1\]\[2\] is int"):
         tagger.fit([["a"], ["b", "c", 3]], [["A"], ["B", "B", "B"]])
     with pytest.raises(ValueError, match=r"X\[0\]\[0\] is a token dict without"):
@@ -195,7 +195,7 @@ def test_not_fitted_and_bad_input(toy):
 
 def test_verbose_prints_one_line_per_epoch(toy, capsys):
     (X, y), _ = toy
-    NeuralEasyFirstTagger(max_epochs=2, verbose=1, random_state=0, **SMALL).fit(X, y)
+    NeuralEasyFirstTagger(max_iter=2, verbose=1, random_state=0, **SMALL).fit(X, y)
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 2 and lines[0].startswith("[NeuralEasyFirstTagger] epoch 1/2  loss ")
 
@@ -206,5 +206,5 @@ def test_ewt_sample_accuracy():
     X_test, y_test = load_ewt_sample("test", return_X_y=True)
     # 360 training sentences: far too few for a neural tagger to shine (a
     # LinearChainCRF on the "pos" token features gets about 0.83 here)
-    tagger = NeuralEasyFirstTagger(max_epochs=15, random_state=0).fit(X, y)
+    tagger = NeuralEasyFirstTagger(max_iter=15, random_state=0).fit(X, y)
     assert tagger.score(X_test, y_test) >= 0.80
