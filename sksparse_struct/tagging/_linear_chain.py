@@ -7,6 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ..inference import sparsemap
@@ -15,7 +16,7 @@ from ..inference._sparsemap_fast import SPARSEMAP_OPTIONS
 from ..losses._kinds_fast import LOSS_KINDS, STRUCTURED_LOSSES
 from ..metrics import flat_accuracy_score
 from ..structures import Sequence
-from ..utils._estimator import StructuredEstimatorMixin
+from ..utils._estimator import StructuredEstimatorMixin, validation_split
 from ..utils._reporting import Progress, warn, warn_max_iter
 from ..utils._sklearn_compat import Interval, StrOptions, fit_context
 from ._input import TokenInputMixin, check_sequence_list
@@ -46,9 +47,6 @@ _AUTO_SOLVER = {"crf": "lbfgs", "sparsemap": "adagrad", "margin_sparsemap": "ada
 # Parts of an online mini-batch (each with its own gradient column): fixed,
 # so that results do not depend on n_jobs.
 _BATCH_PARTS = 2
-# Online epochs without improvement before stopping: an epoch's loss is
-# measured along the way, at moving weights, so one bad epoch is noise.
-_N_ITER_NO_CHANGE = 3
 # Passes of BCFW between two duality gaps (each costs one more decoding per
 # sequence); the last pass always gets one.
 _BCFW_GAP_EVERY = 10
@@ -194,7 +192,9 @@ class LinearChainCRF(TokenInputMixin, StructuredEstimatorMixin, BaseEstimator):
         or the objective improved by less than a fraction ``tol`` in 10
         iterations (CRFsuite's epsilon and delta). AdaGrad and the perceptron
         stop when three epochs in a row fail to lower the mean training loss
-        per sequence (penalties apart) below the best so far minus ``tol``.
+        per sequence (penalties apart) below the best so far minus ``tol`` (the
+        perceptron also after an epoch without mistakes; with
+        ``early_stopping``, see there).
         BCFW stops when the duality gap, computed every 10 passes, is at
         most ``tol`` times the objective. A ``ConvergenceWarning`` says when
         ``max_iter`` ended the fit first. None or 0: no stopping rule, run
@@ -220,6 +220,18 @@ class LinearChainCRF(TokenInputMixin, StructuredEstimatorMixin, BaseEstimator):
     batch_size : int, default=32
         Sequences per AdaGrad step (the perceptron updates after every
         sequence).
+    early_stopping : bool, default=False
+        Online solvers ("adagrad", "perceptron") only: hold out
+        ``validation_fraction`` of the training sequences, keep the weights
+        of the epoch with the best token accuracy on them, and stop when
+        ``n_iter_no_change`` epochs in a row fail to raise it above the best
+        plus ``tol``.
+    validation_fraction : float, default=0.1
+        Fraction of the sequences held out with ``early_stopping`` (rounded
+        up).
+    n_iter_no_change : int, default=3
+        Online solvers: epochs without improvement before stopping (see
+        ``tol``).
     sparsemap_max_iter : int or None, default=None
         Iterations of the active-set solver behind the SparseMAP losses, per
         sequence and evaluation, and of :meth:`predict_sparse`. A
@@ -274,6 +286,8 @@ class LinearChainCRF(TokenInputMixin, StructuredEstimatorMixin, BaseEstimator):
         Number of features (columns of the token matrices).
     n_iter_ : int
         Iterations (L-BFGS), epochs or passes (BCFW) run.
+    validation_scores_ : list of float or None
+        With ``early_stopping``: the held-out token accuracy after each epoch.
     objective_ : float
         Final training objective: the sum of the losses plus the penalties
         (online solvers: the losses of the last epoch, each at the weights
@@ -313,6 +327,9 @@ class LinearChainCRF(TokenInputMixin, StructuredEstimatorMixin, BaseEstimator):
         "forbidden_transitions": [None, StrOptions({"bio", "iobes"}), list, tuple],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "sparsemap_max_iter": [None, Interval(Integral, 1, None, closed="left")],
         "warm_start": ["boolean"],
         "random_state": ["random_state"],
@@ -334,6 +351,9 @@ class LinearChainCRF(TokenInputMixin, StructuredEstimatorMixin, BaseEstimator):
         forbidden_transitions=None,
         learning_rate=0.1,
         batch_size=32,
+        early_stopping=False,
+        validation_fraction=0.1,
+        n_iter_no_change=3,
         sparsemap_max_iter=None,
         warm_start=False,
         random_state=None,
@@ -351,6 +371,9 @@ class LinearChainCRF(TokenInputMixin, StructuredEstimatorMixin, BaseEstimator):
         self.forbidden_transitions = forbidden_transitions
         self.learning_rate = learning_rate
         self.batch_size = batch_size
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
         self.sparsemap_max_iter = sparsemap_max_iter
         self.warm_start = warm_start
         self.random_state = random_state
@@ -448,6 +471,11 @@ class LinearChainCRF(TokenInputMixin, StructuredEstimatorMixin, BaseEstimator):
                 f"solver={self.solver!r} cannot train loss={self.loss!r}; use one of "
                 f"{_SOLVERS[self.loss]} (or 'auto')."
             )
+        if self.early_stopping and solver not in ("adagrad", "perceptron"):
+            raise ValueError(
+                f"early_stopping needs an online solver ('adagrad' or 'perceptron'); "
+                f"solver={solver!r} (loss={self.loss!r}) trains on every sequence."
+            )
         if solver == "bcfw":
             if self.c2 <= 0 or self.c1 != 0:
                 raise ValueError(
@@ -473,22 +501,34 @@ class LinearChainCRF(TokenInputMixin, StructuredEstimatorMixin, BaseEstimator):
             self.n_features_in_ = matrix.shape[1]
             self._attr_rank = frequency_rank(matrix)
         data = ChainData(matrix, lengths, gold, self._attr_rank)
+        rng = check_random_state(self.random_state)
+        train_ids, valid_ids = np.arange(data.n_sequences), None
+        seen = data
+        if self.early_stopping:
+            train_ids, valid_ids = validation_split(train_ids, self.validation_fraction, rng,
+                                                    "sequences")
+            # The model's (feature, label) pairs come from the training
+            # sequences only: held-out ones must not decide which weights exist.
+            rows = np.concatenate([np.arange(data.offsets[s], data.offsets[s + 1])
+                                   for s in train_ids])
+            seen = ChainData(matrix[rows], lengths[train_ids], gold[rows], self._attr_rank)
         trans_mask, start_mask, end_mask = self._masks(gold, data.offsets)
         if warm:
             model = ChainModel(self._attr_ptr, self._pair_label, trans_mask, start_mask, end_mask)
             w0 = self._params.copy()
             w0[model.n_pairs:] *= model.learned[model.n_pairs:]
         else:
-            attr_ptr, pair_label = data.pairs(len(self.classes_), self.all_possible_states)
+            attr_ptr, pair_label = seen.pairs(len(self.classes_), self.all_possible_states)
             model = ChainModel(attr_ptr, pair_label, trans_mask, start_mask, end_mask)
             w0 = np.zeros(model.n_params)
         self.duality_gap_ = None
+        self.validation_scores_ = None
         if solver == "lbfgs":
             w = self._fit_lbfgs(model, data, w0, np.abs(matrix.data).max(initial=0.0))
         elif solver == "bcfw":
             w = self._fit_bcfw(model, data)
         else:
-            w = self._fit_online(solver, model, data, w0)
+            w = self._fit_online(solver, model, data, w0, train_ids, valid_ids, rng)
         self._store(model, w, data.n_features)
         return self
 
@@ -576,9 +616,9 @@ class LinearChainCRF(TokenInputMixin, StructuredEstimatorMixin, BaseEstimator):
                           "below tol")
         return result.x
 
-    def _fit_online(self, solver, model, data, w0):
+    def _fit_online(self, solver, model, data, w0, train_ids, valid_ids, rng):
         """AdaGrad or the averaged perceptron (``learners.minimize_online``)."""
-        n = data.n_sequences
+        n = train_ids.shape[0]
         perceptron = solver == "perceptron"
         sparsemap_loss = "sparsemap" in self.loss
         counted = "sparsemap_unconverged" if sparsemap_loss else (
@@ -589,29 +629,36 @@ class LinearChainCRF(TokenInputMixin, StructuredEstimatorMixin, BaseEstimator):
             fields = [("loss", info.loss)]
             if counted:
                 fields.append((counted, int(info.stats[1])))
+            if info.validation_score is not None:
+                fields.append(("val_acc", info.validation_score))
             progress.update(info.epoch, fields)
 
         # CRFsuite's penalties are added to the sum of the losses, the
         # learner's to their mean.
         result = minimize_online(
-            ChainProblem(LOSS_KINDS[self.loss], model, data, self._sparsemap_options()), w0,
-            np.arange(n), method=solver, learning_rate=self.learning_rate,
+            ChainProblem(LOSS_KINDS[self.loss], model, data, self._sparsemap_options(),
+                         self._n_threads()), w0,
+            train_ids, method=solver, learning_rate=self.learning_rate,
             l1=0.0 if perceptron else self.c1 / n, l2=0.0 if perceptron else 2.0 * self.c2 / n,
             batch_size=1 if perceptron else self.batch_size, max_iter=self.max_iter,
-            tol=self.tol if self.tol else None, n_iter_no_change=_N_ITER_NO_CHANGE,
-            average=perceptron,
-            random_state=self.random_state, n_parts=_BATCH_PARTS, n_threads=self._n_threads(),
-            callback=callback,
+            tol=self.tol if self.tol else None, n_iter_no_change=self.n_iter_no_change,
+            average=perceptron, validation_ids=valid_ids, random_state=rng,
+            n_parts=_BATCH_PARTS, n_threads=self._n_threads(), callback=callback,
         )
         self.n_iter_ = result.n_epochs
+        self.validation_scores_ = (list(result.validation_scores) if self.early_stopping
+                                   else None)
         w = result.coef
         self.objective_ = float(result.stats[-1][0])
         if not perceptron:
             self.objective_ += self.c2 * float(w @ w) + self.c1 * float(np.abs(w).sum())
         if self.tol and not result.converged:
+            rule = (f"the held-out accuracy stopped rising by more than tol={self.tol}"
+                    if self.early_stopping else
+                    f"the mean training loss per sequence stopped falling by more than "
+                    f"tol={self.tol}")
             warn_max_iter(f"LinearChainCRF (solver={solver!r})", self.max_iter, "epoch",
-                          f"the mean training loss per sequence stopped falling by more than "
-                          f"tol={self.tol} ({_N_ITER_NO_CHANGE} epochs in a row)")
+                          f"{rule} ({self.n_iter_no_change} epochs in a row)")
         n_failed = int(sum(stats[1] for stats in result.stats)) if sparsemap_loss else 0
         if n_failed:
             self._warn_sparsemap(n * result.n_epochs, n_failed, "one per sequence and epoch")

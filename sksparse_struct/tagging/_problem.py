@@ -231,15 +231,18 @@ class ChainRunner:
         self.map(lambda ids: fast.unary_part(chains, w_unary, ids, U), data.chunks())
         return U
 
-    def decode(self, model, data, w, marginals):
-        """Viterbi labels per token, or (``marginals=True``) the unary marginals."""
+    def decode(self, model, data, w, marginals, seq_ids=None):
+        """Viterbi labels per token, or (``marginals=True``) the unary marginals.
+
+        Of the sequences ``seq_ids`` only when given (the other tokens' stay 0).
+        """
         scores = model.scores(w)
         labels = np.zeros(data.n_tokens if not marginals else 0, dtype=np.int64)
         mu = np.zeros((data.n_tokens, model.n_labels) if marginals else (0, model.n_labels))
         chains = data.chains(model.attr_ptr, model.pair_label)
         infeasible = self.map(
             lambda ids: fast.decode_part(marginals, chains, scores, ids, labels, mu),
-            data.chunks(),
+            data.chunks() if seq_ids is None else [np.asarray(seq_ids, dtype=np.int64)],
         )
         bad = [s for s in infeasible if s >= 0]
         if bad:
@@ -318,9 +321,12 @@ class ChainProblem:
         With gold labels.
     sparsemap_options : SparseMAPOptions, default=SPARSEMAP_OPTIONS
         The active set's settings, for the SparseMAP losses.
+    n_threads : int, default=1
+        Threads of the held-out decoding (:meth:`score`).
     """
 
-    def __init__(self, kind, model, data, sparsemap_options=SPARSEMAP_OPTIONS):
+    def __init__(self, kind, model, data, sparsemap_options=SPARSEMAP_OPTIONS, n_threads=1):
+        self.n_threads = n_threads
         self.kind = kind
         self.model = model
         self.data = data
@@ -356,6 +362,15 @@ class ChainProblem:
         count = part_loss(self.kind, self.chains, self._scores(w), sample_ids, out, losses,
                           self.sparsemap_options)
         return np.array([losses.sum(), count])
+
+    def score(self, w, sample_ids):
+        """Token accuracy of the Viterbi labels of ``sample_ids`` (early stopping)."""
+        with ChainRunner(self.n_threads) as runner:
+            labels = runner.decode(self.model, self.data, w, False, sample_ids)
+        offsets = self.data.offsets
+        rows = np.concatenate([np.arange(offsets[s], offsets[s + 1]) for s in sample_ids]
+                              + [np.zeros(0, np.int64)])
+        return float(np.mean(labels[rows] == self.data.gold[rows]))
 
     def sequential_steps(self, w, sample_ids, gradient, first_step, scale, opt, rule):
         """One update per sequence, in one compiled call (the SparseMAP losses: None).

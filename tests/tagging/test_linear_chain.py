@@ -694,3 +694,34 @@ def test_single_label_and_single_token_sequences():
     crf = LinearChainCRF().fit(X, [["A"], ["A", "A"]])
     assert crf.predict(X) == [["A"], ["A", "A"]]
     np.testing.assert_allclose(crf.predict_marginals(X)[1], [[1.0], [1.0]])
+
+
+@pytest.mark.parametrize("loss", ["hinge", "perceptron"])
+def test_online_early_stopping_keeps_the_best_epoch(loss):
+    from sksparse_struct.datasets import load_ewt_sample
+    from sksparse_struct.feature_extraction import TokenFeatures
+
+    X, y = load_ewt_sample("train", return_X_y=True)
+    Xf = TokenFeatures(preset="pos").fit_transform(X[:120])
+    crf = LinearChainCRF(loss, c2=0.1, max_iter=15, tol=0.0, early_stopping=True,
+                         validation_fraction=0.2, n_iter_no_change=2,
+                         random_state=0).fit(Xf, y[:120])
+    scores = crf.validation_scores_
+    assert len(scores) == crf.n_iter_ <= 15
+    if crf.n_iter_ < 15:  # stopped: the last two epochs did not beat the best
+        assert max(scores[-2:]) <= max(scores[:-2])
+    # The held-out sequences are utils.validation_split's first draw of the
+    # random state; the weights kept are the best epoch's.
+    from sksparse_struct.utils._estimator import validation_split
+
+    _, valid = validation_split(np.arange(120), 0.2, np.random.RandomState(0))
+    assert len(valid) == 24
+    assert crf.score([Xf[i] for i in valid], [y[i] for i in valid]) == max(scores)
+
+
+def test_early_stopping_needs_an_online_solver():
+    X = [[{"w": "a"}, {"w": "b"}]] * 4
+    y = [["A", "B"]] * 4
+    with pytest.raises(ValueError, match="early_stopping needs an online solver"):
+        LinearChainCRF(early_stopping=True).fit(X, y)
+    assert LinearChainCRF(c2=0.1).fit(X, y).validation_scores_ is None

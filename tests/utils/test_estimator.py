@@ -105,3 +105,34 @@ def test_parser_score_takes_labelled_pairs():
     assert metric([[2, 0], [0]], heads) == 1.0
     assert metric([([2, 0], ["det", "root"]), ([0], ["root"])], heads) == 1.0
     assert metric([[0, 1], [0]], heads) == pytest.approx(1 / 3)
+
+
+SHARED = {"max_iter", "tol", "verbose", "random_state", "n_jobs"}
+ONLINE = {"learning_rate", "batch_size"}
+EARLY = {"early_stopping", "validation_fraction", "n_iter_no_change"}
+
+
+@pytest.mark.parametrize("cls, names", [
+    (LinearChainCRF, SHARED | ONLINE | EARLY),
+    (EasyFirstTagger, SHARED | EARLY),  # the perceptron: one sentence a step, no step size
+    (NeuralEasyFirstTagger, SHARED | ONLINE | EARLY),
+    (SparseMAPParser, SHARED | ONLINE | EARLY),
+    (SparseMAPArgumentMiner, SHARED | ONLINE),
+    (StructuredSVMArgumentMiner, SHARED - {"tol"}),  # BCFW: max_iter is a budget
+])
+def test_one_vocabulary(cls, names):
+    params = cls().get_params()
+    assert names <= set(params), names - set(params)
+    # the names retired for the shared ones
+    assert not {"max_epochs", "n_epochs", "seed", "threads", "eta"} & set(params)
+    if "early_stopping" in params:
+        est = cls(early_stopping=True, validation_fraction=0.2, n_iter_no_change=4, tol=0.5)
+        assert (est.early_stopping, est.validation_fraction, est.n_iter_no_change,
+                est.tol) == (True, 0.2, 4, 0.5)
+
+
+def test_neural_tagger_max_epochs_is_max_iter():
+    with pytest.raises(TypeError, match="max_epochs"):
+        NeuralEasyFirstTagger(max_epochs=3)
+    assert NeuralEasyFirstTagger(max_iter=3).max_iter == 3
+    assert NeuralEasyFirstTagger().early_stopping is True
