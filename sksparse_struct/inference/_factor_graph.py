@@ -360,7 +360,8 @@ class FactorGraph:
             A structure with a compiled MAP oracle
             (:meth:`~sksparse_struct.structures.Structure.compiled_oracle`):
             :class:`~sksparse_struct.structures.DependencyTree` (projective
-            or not), :class:`~sksparse_struct.structures.Sequence`,
+            or not), :class:`~sksparse_struct.structures.ProjectiveSiblingTree`,
+            :class:`~sksparse_struct.structures.Sequence`,
             :class:`~sksparse_struct.structures.HeadAutomaton` or
             :class:`~sksparse_struct.structures.GrandparentHeadAutomaton`.
         variables : array-like of int

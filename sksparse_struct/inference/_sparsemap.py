@@ -42,7 +42,12 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from ..structures import Parts, Structure
-from ..structures._base import ORACLE_HEAD_AUTOMATON, ORACLE_PROJECTIVE_TREE, ORACLE_SEQUENCE
+from ..structures._base import (
+    ORACLE_HEAD_AUTOMATON,
+    ORACLE_PROJECTIVE_TREE,
+    ORACLE_SEQUENCE,
+    ORACLE_SIBLING_TREE,
+)
 from ..structures._head_automaton import automaton_values, no_automaton_error
 from ..structures._projective import no_projective_tree_error
 from ..structures._sequence import kernel_inputs as sequence_kernel_inputs
@@ -56,6 +61,7 @@ from ._sparsemap_fast import (
     active_set_head_automaton,
     active_set_projective_tree,
     active_set_sequence,
+    active_set_sibling_tree,
     active_set_tree,
     iteration_limit,
     kkt_delete,
@@ -588,7 +594,8 @@ def _solve_compiled(structure, parts, spec, max_iter, tol, dependent_tol):
     more than the oracle on trees of tens of words. Trees run
     Chu-Liu-Edmonds or Eisner (``active_set_tree``,
     ``active_set_projective_tree``), sequences and head automata Viterbi
-    (``active_set_sequence``, ``active_set_head_automaton``).
+    (``active_set_sequence``, ``active_set_head_automaton``), projective
+    sibling trees second-order Eisner (``active_set_sibling_tree``).
     """
     if spec.kind == ORACLE_SEQUENCE:
         unary, trans = sequence_kernel_inputs(parts, parts.eta_u, parts.eta_v)
@@ -603,6 +610,13 @@ def _solve_compiled(structure, parts, spec, max_iter, tol, dependent_tol):
         if status == 1:
             raise no_automaton_error(structure, parts, parts.eta_u, parts.eta_v)
         values = automaton_values(rows, k, spec.K > 0)
+    elif spec.kind == ORACLE_SIBLING_TREE:
+        IDX, VAL, nnz, N, rows, theta, p, k, n_iter, gap, converged, status = (
+            active_set_sibling_tree(parts.eta_u, parts.eta_v, spec.n, spec.single_root,
+                                    max_iter, tol, dependent_tol))
+        if status == 1:
+            raise no_projective_tree_error(spec.single_root)
+        values = rows
     else:
         projective = spec.kind == ORACLE_PROJECTIVE_TREE
         kernel = active_set_projective_tree if projective else active_set_tree

@@ -30,12 +30,14 @@ from ..structures._base import (
     ORACLE_HEAD_AUTOMATON,
     ORACLE_PROJECTIVE_TREE,
     ORACLE_SEQUENCE,
+    ORACLE_SIBLING_TREE,
     ORACLE_TREE,
 )
 from ..structures._head_automaton_fast import head_automaton_parts
 from ..structures._nonprojective_fast import chu_liu_edmonds_parts_ws, cle_workspace
 from ..structures._projective_fast import eisner_parts_ws, eisner_workspace
 from ..structures._sequence_fast import viterbi
+from ..structures._sibling_tree_fast import sibling_tree_parts
 from ..utils._numba import njit
 
 
@@ -447,6 +449,7 @@ _TREE = ORACLE_TREE
 _SEQUENCE = ORACLE_SEQUENCE
 _PTREE = ORACLE_PROJECTIVE_TREE
 _HEAD_AUTOMATON = ORACLE_HEAD_AUTOMATON
+_SIBLING_TREE = ORACLE_SIBLING_TREE
 _ANY = -1
 
 
@@ -521,6 +524,8 @@ def _oracle(kind, scores, eta_v, n, K, single_root, row, m, nv, work, f_mat, i_m
     if kind == _HEAD_AUTOMATON:
         # n modifiers, K incoming arcs (0: the plain automaton).
         return head_automaton_parts(scores, eta_v, n, K, row, m, nv)
+    if kind == _SIBLING_TREE:
+        return sibling_tree_parts(scores, eta_v, n, single_root, row, m, nv)
     return _sequence_oracle(scores, eta_v.reshape(K, K), n, K, row, m, nv)
 
 
@@ -540,7 +545,7 @@ def active_set_workspace(kind, n, n_u, n_v):
         n_row, n_mat, n_cle, n_eis = n + 1, n + 1, n + 1, 0
     elif kind == _PTREE:
         n_row, n_mat, n_cle, n_eis = n + 1, n + 1, 0, n + 1
-    elif kind == _HEAD_AUTOMATON:
+    elif kind == _HEAD_AUTOMATON or kind == _SIBLING_TREE:
         n_row, n_mat, n_cle, n_eis = n + 1, 0, 0, 0
     else:
         n_row, n_mat, n_cle, n_eis = n, 0, 0, 0
@@ -841,6 +846,20 @@ def active_set_head_automaton(eta_u, eta_v, L, G, max_iter, tol, dep_tol):
     ws = active_set_workspace(_HEAD_AUTOMATON, L, eta_u.shape[0], eta_v.shape[0])
     ws, k, n_iter, gap, converged, status = active_set_any(
         eta_u, eta_v, L, G, np.bool_(False), max_iter, tol, dep_tol, _HEAD_AUTOMATON, ws, 0)
+    return ws[0], ws[1], ws[2], ws[3], ws[8], ws[5], ws[6], k, n_iter, gap, converged, status
+
+
+def active_set_sibling_tree(eta_u, eta_v, n, single_root, max_iter, tol, dep_tol):
+    """The whole active-set solver for ``ProjectiveSiblingTree`` (``n`` words).
+
+    Second-order Eisner as the oracle, run by :func:`active_set_any` (the
+    kernel AD3 compiles anyway, as for :func:`active_set_head_automaton`);
+    returns as :func:`active_set_head_automaton`, ``H`` holding heads.
+    """
+    ws = active_set_workspace(_SIBLING_TREE, n, eta_u.shape[0], eta_v.shape[0])
+    ws, k, n_iter, gap, converged, status = active_set_any(
+        eta_u, eta_v, n, 0, np.bool_(single_root), max_iter, tol, dep_tol, _SIBLING_TREE, ws,
+        0)
     return ws[0], ws[1], ws[2], ws[3], ws[8], ws[5], ws[6], k, n_iter, gap, converged, status
 
 

@@ -192,7 +192,9 @@ class SparseMAPParser(StructuredEstimatorMixin, BaseEstimator):
         one of the two second-order kinds with the arcs. A second-order
         parser prunes the candidate arcs with a first-order CRF parser,
         decodes each sentence's factor graph (a tree factor and head
-        automata) with AD3 and trains with the relaxation (LP-MAP for the
+        automata; for projective sibling-only parsers, one exact
+        second-order Eisner factor) with AD3 and trains with the
+        relaxation (LP-MAP for the
         hinge and the perceptron, LP-SparseMAP for the SparseMAP losses;
         not ``"crf"``). See the :ref:`User Guide <second-order-parsing>`.
     pruner_max_heads : int, default=10
@@ -918,7 +920,9 @@ class SparseMAPParser(StructuredEstimatorMixin, BaseEstimator):
             column ``m >= 1`` sums to one.
         """
         if self.loss != "crf":
-            return [result.marginals for result in self._sparsemap_all(X)]
+            # A ProjectiveSiblingTree factor's marginals are (arcs, siblings).
+            return [result.marginals[0] if isinstance(result.marginals, tuple)
+                    else result.marginals for result in self._sparsemap_all(X)]
         structure = self._structure()
         return [structure.marginals(S)[0] for S in self.decision_function(X)]
 

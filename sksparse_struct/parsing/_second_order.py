@@ -43,7 +43,12 @@ import numpy as np
 
 from ..inference import FactorGraph, ad3, ad3_map
 from ..inference._ad3 import check_graph_scores, evaluate
-from ..structures import DependencyTree, GrandparentHeadAutomaton, HeadAutomaton
+from ..structures import (
+    DependencyTree,
+    GrandparentHeadAutomaton,
+    HeadAutomaton,
+    ProjectiveSiblingTree,
+)
 from ..structures._tree import arc_index, arc_part, heads_to_parts
 from ._second_order_graph_fast import graph_layout
 
@@ -128,7 +133,12 @@ class SecondOrderGraph:
         return self.graph.n_factor_scores
 
     def factor_scores(self, sibling_scores=None, grandparent_scores=None):
-        """The graph's ``factor_scores`` from the parts' scores (zeros where not given)."""
+        """The graph's ``factor_scores`` from the parts' scores (zeros where not given).
+
+        Slots of no part stay 0: those of sibling parts whose arcs are
+        pruned (in a ``ProjectiveSiblingTree``) and the sibling slots of
+        automata that have grandparent parts only.
+        """
         phi = np.zeros(self.n_factor_scores)
         if sibling_scores is not None:
             phi[self.sibling_slots] = sibling_scores
@@ -219,7 +229,7 @@ def tree_parts(heads):
 
 
 def build_graph(n, candidates, *, siblings=True, grandparents=True, projective=False,
-                single_root=True):
+                single_root=True, sibling_tree=None):
     """The second-order factor graph of a sentence of ``n`` words.
 
     Parameters
@@ -233,6 +243,15 @@ def build_graph(n, candidates, *, siblings=True, grandparents=True, projective=F
         Which second-order parts the graph has.
     projective, single_root : bool
         The tree factor's kind.
+    sibling_tree : bool or None, default=None
+        Projective trees with sibling parts: whether the tree factor is a
+        :class:`~sksparse_struct.structures.ProjectiveSiblingTree` owning
+        the sibling parts (second-order Eisner: an exact factor, so that the
+        LP of a sibling-only model is its MAP) rather than a
+        ``DependencyTree`` with the sibling parts in the head automata.
+        None: for sibling-only models. (With grandparents too it is a
+        tighter relaxation but a slower one: its factor carries all
+        ``n^3 / 3`` sibling parts of the sentence, pruned or not.)
 
     Returns
     -------
@@ -243,13 +262,20 @@ def build_graph(n, candidates, *, siblings=True, grandparents=True, projective=F
     np.fill_diagonal(candidates, False)
     fg = FactorGraph(n * n)
     tree_scores = np.where(candidates, 0.0, -np.inf)
-    fg.add_structure(DependencyTree(projective=projective, single_root=single_root),
-                     np.arange(n * n), tree_scores)
+    if sibling_tree is None:
+        sibling_tree = not grandparents
+    tree_siblings = bool(siblings and projective and sibling_tree)
+    if tree_siblings:
+        fg.add_structure(ProjectiveSiblingTree(single_root=single_root), np.arange(n * n),
+                         tree_scores)
+    else:
+        fg.add_structure(DependencyTree(projective=projective, single_root=single_root),
+                         np.arange(n * n), tree_scores)
     if not (siblings or grandparents):
         none, no_slots = np.zeros((0, 3), dtype=np.int64), np.zeros(0, dtype=np.int64)
         return SecondOrderGraph(n, candidates, fg, none, no_slots, none, no_slots)
     shapes, variables, sib_rows, sib_slots, gp_rows, gp_slots, bad_word = graph_layout(
-        candidates, bool(siblings), bool(grandparents))
+        candidates, bool(siblings), bool(grandparents), tree_siblings)
     if bad_word >= 0:
         raise ValueError(f"word {bad_word} has no candidate head.")
     # The automata in order: the root's first (a plain one: G = 0), then the
@@ -257,6 +283,8 @@ def build_graph(n, candidates, *, siblings=True, grandparents=True, projective=F
     # grandparent parts).
     head_automaton, grand_automaton = _AUTOMATA
     parts = [shape_parts(G, L) for G, L in shapes.tolist()]
+    if not parts:
+        return SecondOrderGraph(n, candidates, fg, sib_rows, sib_slots, gp_rows, gp_slots)
     n_root = 1 if grandparents and shapes.shape[0] and shapes[0, 0] == 0 else 0
     if n_root:
         size = parts[0].eta_u.shape[0]

@@ -9,6 +9,7 @@ to the ``FactorGraph``.
 
 import numpy as np
 
+from ..structures._sibling_tree_fast import n_sibling_parts, sibling_offsets, sibling_slot
 from ..utils._numba import njit
 
 __all__ = ["graph_layout"]
@@ -69,15 +70,19 @@ def _has_automaton(h, right, has_inc, L, siblings):
 
 
 @njit
-def graph_layout(candidates, siblings, grandparents):
+def graph_layout(candidates, siblings, grandparents, tree_siblings=False):
     """The automata of a second-order graph, in the order ``build_graph`` adds them.
 
     Per head ``h = 0..n``, right side then left (the root: right only), a
     side gets an automaton unless it would be a constant (no candidate
-    modifier and no grandparents) or, without sibling parts, unless it has
-    both modifiers and grandparents. The automata's higher-order parts
-    follow each other in ``factor_scores`` from offset 0 (the tree factor
-    has none).
+    modifier and no grandparents) or, without sibling parts in the
+    automata, unless it has both modifiers and grandparents. The automata's
+    higher-order parts follow each other in ``factor_scores`` from offset 0
+    (a ``DependencyTree`` factor has none) or, with ``tree_siblings``, after
+    the sibling parts of the tree factor (a ``ProjectiveSiblingTree``,
+    which then owns the sibling parts: the automata have grandparent parts
+    only, and every side of every head, the root's right one included, has
+    the sibling parts of its candidate modifiers).
 
     Parameters
     ----------
@@ -101,6 +106,12 @@ def graph_layout(candidates, siblings, grandparents):
         (the graph cannot be built), else -1.
     """
     n = candidates.shape[0] - 1
+    auto_siblings = siblings and not tree_siblings
+    tree_block = 0
+    off = np.empty((n + 1, 2), dtype=np.int64)
+    if tree_siblings:
+        tree_block = n_sibling_parts(n)
+        sibling_offsets(n, off)
     incoming = np.empty(n + 1, dtype=np.int64)
     tokens = np.empty(n + 2, dtype=np.int64)
     shapes = np.empty((0, 2), dtype=np.int64)
@@ -115,7 +126,23 @@ def graph_layout(candidates, siblings, grandparents):
         v = 0
         si = 0
         gi = 0
-        offset = 0
+        offset = tree_block
+        if tree_siblings:
+            for h in range(n + 1):
+                for side in range(2 if h >= 1 else 1):
+                    right = side == 0
+                    L = _side(candidates, h, n, right, tokens)
+                    tokens[L + 1] = n + 1 if right else -1
+                    if fill:
+                        for j in range(L + 2):
+                            for k in range(j + 1, L + 2):
+                                sib_rows[si, 0] = h
+                                sib_rows[si, 1] = tokens[j]
+                                sib_rows[si, 2] = tokens[k]
+                                sib_slots[si] = sibling_slot(off, n, h, tokens[j], tokens[k])
+                                si += 1
+                    else:
+                        si += (L + 1) * (L + 2) // 2
         for h in range(n + 1):
             has_inc = h >= 1 and grandparents
             G = _incoming(candidates, h, n, has_inc, incoming)
@@ -124,7 +151,7 @@ def graph_layout(candidates, siblings, grandparents):
             for side in range(2):
                 right = side == 0
                 L = _side(candidates, h, n, right, tokens)
-                if not _has_automaton(h, right, has_inc, L, siblings):
+                if not _has_automaton(h, right, has_inc, L, auto_siblings):
                     continue
                 n_pairs = (L + 1) * (L + 2) // 2
                 if fill:
@@ -134,7 +161,7 @@ def graph_layout(candidates, siblings, grandparents):
                         variables[v + t] = _arc_variable(incoming[t], h, n)
                     for t in range(L):
                         variables[v + G + t] = _arc_variable(h, tokens[t + 1], n)
-                    if siblings:
+                    if auto_siblings:
                         tokens[L + 1] = n + 1 if right else -1
                         # Pairs (j, k), j < k, of START, the modifiers, STOP:
                         # row-major.
@@ -155,7 +182,7 @@ def graph_layout(candidates, siblings, grandparents):
                             gp_slots[r] = offset + n_pairs + t * L + p
                 a += 1
                 v += G + L
-                if siblings:
+                if auto_siblings:
                     si += n_pairs
                 gi += G * L
                 offset += n_pairs + G * L

@@ -10,6 +10,7 @@ from ._budget import Budget
 from ._head_automaton import GrandparentHeadAutomaton, HeadAutomaton
 from ._matching import Matching
 from ._sequence import Sequence
+from ._sibling_tree import ProjectiveSiblingTree
 from ._tree import DependencyTree
 from ._xor import XOR
 
@@ -21,6 +22,7 @@ __all__ = [
     "HeadAutomaton",
     "Matching",
     "Parts",
+    "ProjectiveSiblingTree",
     "Sequence",
     "Structure",
     "UnaryStructure",

@@ -69,6 +69,7 @@ ORACLE_TREE = 0
 ORACLE_SEQUENCE = 1
 ORACLE_PROJECTIVE_TREE = 2
 ORACLE_HEAD_AUTOMATON = 3
+ORACLE_SIBLING_TREE = 4
 
 
 class CompiledOracle(NamedTuple):
@@ -85,7 +86,9 @@ class CompiledOracle(NamedTuple):
         ``ORACLE_HEAD_AUTOMATON`` (Viterbi over ``n`` modifiers, once per
         each of ``K`` incoming arcs, in the flat layout of
         :class:`HeadAutomaton` (``K = 0``) and
-        :class:`GrandparentHeadAutomaton`).
+        :class:`GrandparentHeadAutomaton`) or ``ORACLE_SIBLING_TREE``
+        (second-order Eisner on ``n`` words, the flat layout of
+        :class:`ProjectiveSiblingTree`).
     n : int
         Size of the instance (words, positions, modifiers).
     K : int

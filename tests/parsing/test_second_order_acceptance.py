@@ -44,10 +44,18 @@ from sksparse_struct.parsing._second_order import (
     build_graph,
     decode_graph,
 )
-from sksparse_struct.structures import DependencyTree, GrandparentHeadAutomaton, HeadAutomaton
+from sksparse_struct.structures import (
+    DependencyTree,
+    GrandparentHeadAutomaton,
+    HeadAutomaton,
+    ProjectiveSiblingTree,
+)
 from sksparse_struct.structures._tree import arc_index
 
 from . import _second_order_reference as ref
+
+# The tree factors: plain, or owning the sibling parts (projective).
+_TREES = (DependencyTree, ProjectiveSiblingTree)
 
 SETTINGS = [
     pytest.param(False, False, id="nonprojective-multiroot"),
@@ -78,7 +86,10 @@ def _instance(n, rng, projective, single_root, density=1.0):
     if density < 1.0:
         tree = _planted_tree(n, rng, projective, single_root)
         cand[tree[1:], np.arange(1, n + 1)] = True
-    sog = build_graph(n, cand, projective=projective, single_root=single_root)
+    # Projective graphs: half with the sibling parts in the tree factor (a
+    # ProjectiveSiblingTree), half in the head automata.
+    sog = build_graph(n, cand, projective=projective, single_root=single_root,
+                      sibling_tree=bool(projective and rng.integers(2)))
     arcs = rng.normal(size=(n + 1, n + 1))
     arcs[~sog.candidates] = -np.inf
     sib = rng.normal(size=sog.siblings.shape[0])
@@ -158,7 +169,10 @@ def _check_gold_encoding(heads, rng, *, full_candidates, projective):
         cand[heads[1:], words] = True
         cand[words - 1, words] = True
         cand[rng.integers(0, n + 1, size=(2, n)), words] = True
-    sog = build_graph(n, cand, projective=projective, single_root=True)
+    # Projective: every other graph with the sibling parts in the tree factor.
+    sibling_tree = bool(projective and rng.integers(2))
+    sog = build_graph(n, cand, projective=projective, single_root=True,
+                      sibling_tree=sibling_tree)
     y_u, y_v = sog.gold(heads)
 
     # Arcs: exactly the n gold arcs.
@@ -197,22 +211,39 @@ def _check_gold_encoding(heads, rng, *, full_candidates, projective):
     theta, phi = sog.variable_scores(arcs), sog.factor_scores(sib, gp)
     total = theta @ y_u
     structures = sog.graph._structures
-    assert isinstance(structures[0][0], DependencyTree)
-    assert len(structures) == 2 * n + 2  # the tree, two automata per word, the root's right
+    if sibling_tree:
+        # The tree factor owns the sibling parts; the automata, grandparent
+        # parts only, are built for the sides with candidate modifiers.
+        assert isinstance(structures[0][0], ProjectiveSiblingTree)
+        n_sides = sum(bool(cand[h, h + 1:].any()) + bool(cand[h, 1:h].any())
+                      for h in range(1, n + 1))
+        assert len(structures) == 1 + n_sides
+    else:
+        assert isinstance(structures[0][0], DependencyTree)
+        assert len(structures) == 2 * n + 2  # the tree, two automata per word, the root's right
+    # The slots of parts (others, e.g. the sibling slots of automata with
+    # grandparent parts only, are constants 0 the gold leaves out).
+    live = np.zeros(sog.n_factor_scores, dtype=bool)
+    live[sog.sibling_slots] = live[sog.grandparent_slots] = True
     for structure, V, parts, offset, n_v in structures:
         y = y_u[V]
-        value = heads if isinstance(structure, DependencyTree) else _gold_factor_value(
+        value = heads if isinstance(structure, _TREES) else _gold_factor_value(
             structure, parts, y)
         m_y, h_y = structure.indicators(value, parts)
         np.testing.assert_array_equal(m_y, y)
-        np.testing.assert_array_equal(h_y, y_v[offset:offset + n_v])
+        mine = live[offset:offset + n_v]
+        np.testing.assert_array_equal(h_y[mine], y_v[offset:offset + n_v][mine])
+        if isinstance(structure, ProjectiveSiblingTree):
+            # Its parts with a pruned arc are no rows, and never active.
+            assert not h_y[~mine].any()
         fixed = parts.eta_u[m_y != 0].sum() + parts.eta_v @ h_y
         assert np.isfinite(fixed), "the gold uses a forbidden part"
         total += fixed + phi[offset:offset + n_v] @ h_y
     cg, th, fs = check_graph_scores(sog.graph, theta, phi, "test")
     feasible, value, factor_marginals = evaluate(cg, th, fs, y_u.astype(np.int64))
     assert feasible
-    np.testing.assert_array_equal(factor_marginals, y_v)
+    np.testing.assert_array_equal(factor_marginals[live], y_v[live])
+    assert not y_v[~live].any()
     assert value == pytest.approx(total, rel=1e-12, abs=1e-9)
     assert value == pytest.approx(theta @ y_u + phi @ y_v, rel=1e-12, abs=1e-9)
     # And the tree's second-order score, from the reference's parts.
@@ -326,8 +357,9 @@ def _factor_configurations(sog):
     n = sog.n
     out = []
     for structure, V, parts, offset, n_v in sog.graph._structures:
-        if isinstance(structure, DependencyTree):
-            values = list(ref.all_trees(n, structure.projective, structure.single_root))
+        if isinstance(structure, _TREES):
+            projective = getattr(structure, "projective", True)
+            values = list(ref.all_trees(n, projective, structure.single_root))
         else:
             L, G = parts.context
             subsets = [c for k in range(L + 1) for c in itertools.combinations(range(L), k)]
@@ -342,7 +374,7 @@ def _factor_configurations(sog):
                 fixed.append(score)
         assert X, "a factor without an allowed configuration"
         X = np.array(X)
-        if isinstance(structure, DependencyTree):
+        if isinstance(structure, _TREES):
             # The configurations are the candidate trees, arc by arc.
             assert X.shape[1] == n * n and (X.sum(axis=1) == n).all()
             trees = np.array(values)
@@ -588,10 +620,15 @@ def _check_loss_gradient(n, rng, projective, single_root, margin, n_directions=2
     if margin:
         assert loss >= _loss(sog, theta, phi, y_u, y_v, False)[0] - 1e-6
     g_u, g_v = result.variables - y_u, result.factors - y_v
+    # Directions over the parts' slots: the graph's other factor scores are
+    # constants 0 (sibling slots of grandparent-only automata, whose
+    # marginals the LP leaves undetermined).
+    live = np.zeros(sog.n_factor_scores, dtype=bool)
+    live[sog.sibling_slots] = live[sog.grandparent_slots] = True
     for k in range(n_directions):
         for part in ("theta", "phi"):
             d_u = rng.normal(size=theta.shape[0]) * cand if part == "theta" else 0 * theta
-            d_v = rng.normal(size=phi.shape[0]) if part == "phi" else 0 * phi
+            d_v = rng.normal(size=phi.shape[0]) * live if part == "phi" else 0 * phi
 
             def f(eps, d_u=d_u, d_v=d_v):
                 value = _loss(sog, theta + eps * d_u, phi + eps * d_v, y_u, y_v, margin)[0]
@@ -602,12 +639,16 @@ def _check_loss_gradient(n, rng, projective, single_root, margin, n_directions=2
                                           f"{part} direction {k}")
     # Scores that make the gold the unique solution with a margin: no loss,
     # and the solution is the gold.
+    # (The parts' slots only: the graph's other factor scores, e.g. the
+    # sibling slots of grandparent automata when the tree owns the
+    # siblings, are constants 0, as ``factor_scores`` leaves them.)
     strong_theta = 10.0 * (2.0 * y_u - 1.0)
-    strong_phi = 10.0 * (2.0 * y_v - 1.0)
+    strong_phi = sog.factor_scores(10.0 * (2.0 * y_v[sog.sibling_slots] - 1.0),
+                                   10.0 * (2.0 * y_v[sog.grandparent_slots] - 1.0))
     loss, result = _loss(sog, strong_theta, strong_phi, y_u, y_v, margin)
     assert loss == pytest.approx(0.0, abs=1e-6)
     np.testing.assert_allclose(result.variables, y_u, atol=1e-6)
-    np.testing.assert_allclose(result.factors, y_v, atol=1e-6)
+    np.testing.assert_allclose(result.factors[live], y_v[live], atol=1e-6)
 
 
 @pytest.mark.parametrize("margin", [False, True], ids=["sparsemap", "margin_sparsemap"])
@@ -702,8 +743,9 @@ def test_training_problem_pushes_the_loss_gradient(training_problem):
 def test_projective_siblings_trained_scores_against_exact_dp():
     """A sibling-only projective parser trained on the bundled sample: on the
     test sentences of up to 30 words, every certified AD3 tree is the exact
-    second-order Eisner tree (McDonald & Pereira's DP, ``_second_order_reference``),
-    and most are certified."""
+    second-order Eisner tree (McDonald & Pereira's DP, ``_second_order_reference``).
+    The parser's graphs (the sibling parts in a ``ProjectiveSiblingTree``)
+    certify every sentence; the tree + head automata relaxation most."""
     from sksparse_struct import SparseMAPParser
     from sksparse_struct.datasets import load_ewt_sample
     from sksparse_struct.feature_extraction._part_features_fast import new_part_work
@@ -722,23 +764,30 @@ def test_projective_siblings_trained_scores_against_exact_dp():
     L = int(max(lengths))
     arc_work = fast.arc_work(np.int64(L), np.int64(model.n_labels))
     part_work = new_part_work(L)
-    n_certified = 0
-    for s, sog in enumerate(graphs):
-        arcs = fast.score_arcs(treebank, model, np.int64(s), parser.coef_, arc_work).copy()
-        sib, _ = fast.score_parts(treebank, model, np.int64(options.tags), np.int64(s),
-                                  parser.coef_, part_work, sog.siblings, sog.grandparents)
-        arcs[~sog.candidates] = -np.inf
-        theta, phi = sog.variable_scores(arcs), sog.factor_scores(sib)
-        heads, status, _ = decode_graph(sog, theta, phi, projective=True, single_root=True,
-                                        max_iter=2000, tol=1e-6, max_nodes=0)
-        if status != CERTIFIED:
-            continue
-        n_certified += 1
-        sib_dict = {tuple(r): v for r, v in zip(sog.siblings.tolist(), sib)}
-        exact, exact_value = ref.eisner_siblings(arcs, sib_dict, single_root=True)
-        assert ref.second_order_score(heads, arcs, sib_dict) == pytest.approx(exact_value,
-                                                                              abs=1e-6)
-        np.testing.assert_array_equal(heads, exact)
+    n_certified = {True: 0, False: 0}
+    for s, tree_graph in enumerate(graphs):
+        assert isinstance(tree_graph.graph._structures[0][0], ProjectiveSiblingTree)
+        automata_graph = build_graph(tree_graph.n, tree_graph.candidates, grandparents=False,
+                                     projective=True, single_root=True, sibling_tree=False)
+        for sibling_tree, sog in ((True, tree_graph), (False, automata_graph)):
+            arcs = fast.score_arcs(treebank, model, np.int64(s), parser.coef_,
+                                   arc_work).copy()
+            sib, _ = fast.score_parts(treebank, model, np.int64(options.tags), np.int64(s),
+                                      parser.coef_, part_work, sog.siblings, sog.grandparents)
+            arcs[~sog.candidates] = -np.inf
+            theta, phi = sog.variable_scores(arcs), sog.factor_scores(sib)
+            heads, status, _ = decode_graph(sog, theta, phi, projective=True,
+                                            single_root=True, max_iter=2000, tol=1e-6,
+                                            max_nodes=0)
+            if status != CERTIFIED:
+                continue
+            n_certified[sibling_tree] += 1
+            sib_dict = {tuple(r): v for r, v in zip(sog.siblings.tolist(), sib)}
+            exact, exact_value = ref.eisner_siblings(arcs, sib_dict, single_root=True)
+            assert ref.second_order_score(heads, arcs, sib_dict) == pytest.approx(
+                exact_value, abs=1e-6)
+            np.testing.assert_array_equal(heads, exact)
+    assert n_certified[True] == len(graphs)
     # Measured: 78 of these 95 sentences (82%) with this small model; 93.7%
     # of the EWT test set with a parser trained on all of EWT train.
-    assert n_certified >= 0.75 * len(graphs)
+    assert n_certified[False] >= 0.75 * len(graphs)

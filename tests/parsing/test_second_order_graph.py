@@ -43,7 +43,7 @@ def _random_tree(n, rng):
 
 
 def _instance(n, rng, projective=False, single_root=True, siblings=True, grandparents=True,
-              density=1.0):
+              density=1.0, sibling_tree=True):
     cand = rng.random((n + 1, n + 1)) < density
     if density < 1.0:
         tree = _random_tree(n, rng)
@@ -51,7 +51,7 @@ def _instance(n, rng, projective=False, single_root=True, siblings=True, grandpa
         if projective:
             cand[np.arange(n), np.arange(1, n + 1)] = True
     sog = build_graph(n, cand, siblings=siblings, grandparents=grandparents,
-                      projective=projective, single_root=single_root)
+                      projective=projective, single_root=single_root, sibling_tree=sibling_tree)
     arcs = rng.normal(size=(n + 1, n + 1))
     arcs[~sog.candidates] = -np.inf
     sib = rng.normal(size=sog.siblings.shape[0])
@@ -121,18 +121,41 @@ def test_layout_counts_and_gold():
         assert feasible and value == pytest.approx(theta @ y_u + phi @ y_v, abs=1e-10)
 
 
-def _one_factor_at_a_time(n, candidates, siblings, grandparents, projective, single_root):
+def _one_factor_at_a_time(n, candidates, siblings, grandparents, projective, single_root,
+                          sibling_tree=True):
     """The graph of ``build_graph`` built the plain way: per head and side, one
-    ``add_structure`` with the automaton's potentials, parts listed in Python."""
-    from sksparse_struct.structures import GrandparentHeadAutomaton
+    ``add_structure`` with the automaton's potentials, parts listed in Python.
+
+    Projective with siblings (and ``sibling_tree``): the tree factor is a
+    ``ProjectiveSiblingTree`` owning every side's sibling parts, found in its
+    flat layout by encoding a distinct score per part.
+    """
+    from sksparse_struct.structures import GrandparentHeadAutomaton, ProjectiveSiblingTree
 
     cand = np.array(candidates, dtype=bool)
     cand[:, 0] = False
     np.fill_diagonal(cand, False)
     fg = FactorGraph(n * n)
-    fg.add_structure(DependencyTree(projective=projective, single_root=single_root),
-                     np.arange(n * n), np.where(cand, 0.0, -np.inf))
+    tree_siblings = siblings and projective and sibling_tree
     sib_rows, sib_slots, gp_rows, gp_slots = [], [], [], []
+    if tree_siblings:
+        tree = ProjectiveSiblingTree(single_root=single_root)
+        fg.add_structure(tree, np.arange(n * n), np.where(cand, 0.0, -np.inf))
+        codes = np.arange((n + 1) * (n + 1) * (n + 3), dtype=float).reshape(n + 1, n + 1, n + 3)
+        where = {int(c): i for i, c in
+                 enumerate(tree.encode(np.zeros((n + 1, n + 1)), codes).eta_v)}
+        for h in range(n + 1):
+            for right in ((True, False) if h else (True,)):
+                side = range(h + 1, n + 1) if right else range(h - 1, 0, -1)
+                tokens = [h] + [m for m in side if cand[h, m]] + [n + 1 if right else -1]
+                for j in range(len(tokens)):
+                    for k in range(j + 1, len(tokens)):
+                        sib_rows.append((h, tokens[j], tokens[k]))
+                        sib_slots.append(where[int(codes[h, tokens[j], tokens[k]])])
+        siblings = False  # the automata: grandparent parts only
+    else:
+        fg.add_structure(DependencyTree(projective=projective, single_root=single_root),
+                         np.arange(n * n), np.where(cand, 0.0, -np.inf))
     if not (siblings or grandparents):
         return fg, sib_rows, sib_slots, gp_rows, gp_slots
     for h in range(n + 1):
@@ -174,14 +197,15 @@ def test_compiled_layout_is_the_one_factor_at_a_time_graph(siblings, grandparent
     for trial in range(60):
         n = int(rng.integers(1, 13))
         projective = bool(trial % 2)
+        sibling_tree = bool(trial % 4 == 1)
         density = rng.choice([0.15, 0.4, 1.0])
         cand = rng.random((n + 1, n + 1)) < density
         tree = _random_tree(n, rng)
         cand[tree[1:], np.arange(1, n + 1)] = True
         sog = build_graph(n, cand, siblings=siblings, grandparents=grandparents,
-                          projective=projective, single_root=True)
+                          projective=projective, single_root=True, sibling_tree=sibling_tree)
         fg, sib_rows, sib_slots, gp_rows, gp_slots = _one_factor_at_a_time(
-            n, cand, siblings, grandparents, projective, True)
+            n, cand, siblings, grandparents, projective, True, sibling_tree)
         np.testing.assert_array_equal(sog.siblings, np.array(sib_rows).reshape(-1, 3))
         np.testing.assert_array_equal(sog.sibling_slots, sib_slots)
         np.testing.assert_array_equal(sog.grandparents, np.array(gp_rows).reshape(-1, 3))
@@ -294,14 +318,20 @@ def test_first_order_reduction(projective):
         np.testing.assert_allclose(sog.arc_matrix(lp.variables), smap.marginals, atol=1e-6)
 
 
+@pytest.mark.parametrize("sibling_tree", [False, True])
 @pytest.mark.parametrize("single_root", [True, False])
-def test_projective_siblings_against_exact_dp(single_root):
+def test_projective_siblings_against_exact_dp(single_root, sibling_tree):
+    # Spec 7.6. With the sibling parts in head automata, the LP is a
+    # relaxation, tight on some sentences; with them in a
+    # ProjectiveSiblingTree factor, it is exact: every sentence certified.
     rng = np.random.default_rng(11 + single_root)
     n_certified = 0
-    for _ in range(25):
-        n = int(rng.integers(2, 9))
+    for trial in range(25):
+        n = int(rng.integers(2, 9)) if not sibling_tree or trial % 2 else int(
+            rng.integers(10, 31))
         sog, arcs, sib, _ = _instance(n, rng, projective=True, single_root=single_root,
-                                      grandparents=False)
+                                      grandparents=False, sibling_tree=sibling_tree,
+                                      density=1.0 if n < 10 else 0.3)
         # Scores a trained model would give: arcs matter more than siblings.
         arcs = 3 * arcs
         theta, phi = sog.variable_scores(arcs), sog.factor_scores(0.5 * sib)
@@ -316,7 +346,8 @@ def test_projective_siblings_against_exact_dp(single_root):
                                                                               abs=1e-6)
         if status == CERTIFIED:
             n_certified += 1
-    assert n_certified >= 10
+            np.testing.assert_array_equal(heads, exact)
+    assert n_certified == 25 if sibling_tree else n_certified >= 10
 
 
 def test_add_structure_parts_is_add_structure():
