@@ -53,6 +53,27 @@ def solve_on_simplex(objective, d, upper=None, x0=None):
     return res.x
 
 
+def hull_qp(M, theta):
+    """SparseMAP by brute force: ``max_p theta . p - ||M^T p||^2 / 2`` on the simplex.
+
+    ``M`` holds one structure's unary indicators per row, ``theta`` their
+    scores (SLSQP with exact gradients). Returns the objective and ``u = M^T p``.
+    """
+    from scipy.optimize import minimize
+
+    d = theta.shape[0]
+
+    def fun(p):
+        u = M.T @ p
+        return -(theta @ p - 0.5 * u @ u), -(theta - M @ u)
+
+    res = minimize(fun, np.full(d, 1.0 / d), jac=True, method="SLSQP", bounds=[(0, 1)] * d,
+                   constraints=[{"type": "eq", "fun": lambda p: p.sum() - 1.0,
+                                 "jac": lambda p: np.ones_like(p)}],
+                   options={"ftol": 1e-15, "maxiter": 1000})
+    return -res.fun, M.T @ res.x
+
+
 def is_tree(heads):
     """Whether ``heads`` (``heads[m]`` the head of word ``m``; ``heads[0]`` unused) is a tree."""
     n = len(heads) - 1

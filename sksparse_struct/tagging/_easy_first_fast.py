@@ -116,8 +116,8 @@ def _rescore_window(w, n_pairs, u, tags, n, j, K, window, rows, S, best_tag):
 
 
 @njit
-def _decode_one(chains, w, n_pairs, K, window, r0, r1, u, S, best_tag, rows, tags, order):
-    """Easy-first decoding of the tokens ``r0 .. r1`` (tags into ``tags``, order into ``order``)."""
+def _start(chains, w, n_pairs, K, window, r0, r1, u, S, best_tag, rows, tags):
+    """Unary scores of the tokens ``r0 .. r1``, none tagged yet, every best tag scored."""
     n = r1 - r0
     token_scores(chains.indptr, chains.pair_start, chains.pair_stop, chains.data,
                  chains.pair_label, w, r0, r1, u)
@@ -125,6 +125,13 @@ def _decode_one(chains, w, n_pairs, K, window, r0, r1, u, S, best_tag, rows, tag
         tags[i] = -1
     for i in range(n):
         best_tag[i] = _rescore(w, n_pairs, u, tags, n, i, K, window, rows, S)
+
+
+@njit
+def _decode_one(chains, w, n_pairs, K, window, r0, r1, u, S, best_tag, rows, tags, order):
+    """Easy-first decoding of the tokens ``r0 .. r1``: tags into ``tags``, order into ``order``."""
+    n = r1 - r0
+    _start(chains, w, n_pairs, K, window, r0, r1, u, S, best_tag, rows, tags)
     for step in range(n):
         j = _pick(S, best_tag, tags, n)
         tags[j] = best_tag[j]
@@ -236,12 +243,7 @@ def guided_steps(chains, w, n_pairs, n_labels, window, seq_ids, sparse, first_st
         r1 = chains.offsets[s + 1]
         n = r1 - r0
         if n > 0:
-            token_scores(chains.indptr, chains.pair_start, chains.pair_stop, chains.data,
-                         chains.pair_label, w, r0, r1, u)
-            for i in range(n):
-                tags[i] = -1
-            for i in range(n):
-                best_tag[i] = _rescore(w, n_pairs, u, tags, n, i, K, window, rows, S)
+            _start(chains, w, n_pairs, K, window, r0, r1, u, S, best_tag, rows, tags)
         for _ in range(n):
             j = _pick(S, best_tag, tags, n)
             y = best_tag[j]

@@ -36,7 +36,7 @@ from sksparse_struct.structures import (
 )
 from sksparse_struct.structures._base import ORACLE_HEAD_AUTOMATON, CompiledOracle, dot_masked
 from sksparse_struct.structures._head_automaton import _sibling_index
-from tests._helpers import all_trees
+from tests._helpers import all_trees, hull_qp
 
 HA = HeadAutomaton()
 GPHA = GrandparentHeadAutomaton()
@@ -306,21 +306,6 @@ def test_compiled_loop_not_converged_matches_generic(max_iter):
     _assert_identical(fast, generic)
 
 
-def _hull_qp(M, theta):
-    """``max_p theta . p - ||M^T p||^2 / 2`` on the simplex (SLSQP, exact gradients)."""
-    d = theta.shape[0]
-
-    def fun(p):
-        u = M.T @ p
-        return -(theta @ p - 0.5 * u @ u), -(theta - M @ u)
-
-    res = minimize(fun, np.full(d, 1.0 / d), jac=True, method="SLSQP", bounds=[(0, 1)] * d,
-                   constraints=[{"type": "eq", "fun": lambda p: p.sum() - 1.0,
-                                 "jac": lambda p: np.ones_like(p)}],
-                   options={"ftol": 1e-15, "maxiter": 1000})
-    return -res.fun, M.T @ res.x
-
-
 @pytest.mark.parametrize("G", [0, 1, 3])
 def test_sparsemap_is_the_qp_over_the_convex_hull(G):
     rng = np.random.default_rng(60 + G)
@@ -331,7 +316,7 @@ def test_sparsemap_is_the_qp_over_the_convex_hull(G):
             if not configs:
                 continue
             res = sparsemap(structure, *pot)
-            objective, u = _hull_qp(M, theta)
+            objective, u = hull_qp(M, theta)
             assert res.objective == pytest.approx(objective, abs=1e-9)
             np.testing.assert_allclose(res.u, u, atol=1e-6)
             # Wolfe gap over every configuration: the solution is optimal.

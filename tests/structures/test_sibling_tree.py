@@ -12,14 +12,13 @@ import pickle
 
 import numpy as np
 import pytest
-from scipy.optimize import minimize
 
 import sksparse_struct.inference._sparsemap as sm
 from sksparse_struct.inference import FactorGraph, ad3, sparsemap, sparsemap_backward
 from sksparse_struct.structures import DependencyTree, ProjectiveSiblingTree
 from sksparse_struct.structures._base import ORACLE_SIBLING_TREE, dot_masked
 from sksparse_struct.structures._sibling_tree import _part_index, sibling_part_slots
-from tests._helpers import all_trees
+from tests._helpers import all_trees, hull_qp
 from tests.parsing import _second_order_reference as ref
 
 
@@ -155,21 +154,6 @@ def test_compiled_loop_matches_generic(kind):
             np.testing.assert_array_equal(fast.v, generic.v)
 
 
-def _hull_qp(M, theta):
-    """``max_p theta . p - ||M^T p||^2 / 2`` on the simplex (SLSQP, exact gradients)."""
-    d = theta.shape[0]
-
-    def fun(p):
-        u = M.T @ p
-        return -(theta @ p - 0.5 * u @ u), -(theta - M @ u)
-
-    res = minimize(fun, np.full(d, 1.0 / d), jac=True, method="SLSQP", bounds=[(0, 1)] * d,
-                   constraints=[{"type": "eq", "fun": lambda p: p.sum() - 1.0,
-                                 "jac": lambda p: np.ones_like(p)}],
-                   options={"ftol": 1e-15, "maxiter": 1000})
-    return -res.fun, M.T @ res.x
-
-
 def test_sparsemap_is_the_qp_over_the_convex_hull():
     rng = np.random.default_rng(7)
     for single_root in (False, True):
@@ -184,7 +168,7 @@ def test_sparsemap_is_the_qp_over_the_convex_hull():
                 theta.append(dot_masked(parts.eta_u, m_y) + dot_masked(parts.eta_v, n_y))
             M, theta = np.array(M), np.array(theta)
             res = sparsemap(structure, arc, sib)
-            objective, u = _hull_qp(M, theta)
+            objective, u = hull_qp(M, theta)
             assert res.objective == pytest.approx(objective, abs=1e-9)
             np.testing.assert_allclose(res.u, u, atol=1e-6)
             assert len(res.values) > 1 or n == 2
