@@ -626,8 +626,9 @@ class StructuredSVMArgumentMiner(StructuredEstimatorMixin, BaseEstimator):
 
     # --- prediction ------------------------------------------------------------
 
-    def _scores(self, doc, graph):
-        prop, link, compat, pairs = document_potentials(self.coef_, self.layout_, doc)
+    def _scores(self, doc, graph, coef=None):
+        coef = self.coef_ if coef is None else coef
+        prop, link, compat, pairs = document_potentials(coef, self.layout_, doc)
         return graph_scores(graph, self.layout_, prop, link, compat, pairs)
 
     def _structure(self, doc, graph, values):
@@ -757,10 +758,13 @@ class StructuredSVMArgumentMiner(StructuredEstimatorMixin, BaseEstimator):
         value, codes, on, what = max(found, key=lambda item: item[0])
         return codes, on, f"{'; '.join(stops)}; kept {what} (score {value:.6g})"
 
-    def _decode_one(self, doc):
-        """``(labels, links, note)`` of one document; ``note`` says what fell short, or None."""
+    def _decode_one(self, doc, coef=None):
+        """``(labels, links, note)`` of one document; ``note`` says what fell short, or None.
+
+        With the weights ``coef`` (default ``coef_``).
+        """
         graph = self._graph(doc)
-        scores = self._scores(doc, graph)
+        scores = self._scores(doc, graph, coef)
         if self.decode == "lp":
             values = ad3(graph.graph, *scores, **self._ad3_options()).variables
             codes, on, _ = self._structure(doc, graph, values)

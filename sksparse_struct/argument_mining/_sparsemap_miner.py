@@ -9,6 +9,8 @@ from ..inference import lp_sparsemap
 from ..learners import minimize_online
 from ..learners._online_fast import push_all
 from ..losses import factor_graph_loss
+from ..metrics import argument_f1_score
+from ..utils._estimator import validation_split
 from ..utils._reporting import Progress
 from ..utils._sklearn_compat import Interval, StrOptions, fit_context
 from ._miner import StructuredSVMArgumentMiner
@@ -28,10 +30,11 @@ class _SparseMAPProblem:
     losses with respect to the weights.
     """
 
-    def __init__(self, problem, loss, solver_options):
+    def __init__(self, problem, loss, solver_options, scorer=None):
         self.problem = problem
         self.loss = loss
         self.solver_options = solver_options
+        self.scorer = scorer
         self.n_params = problem.n_params
         self._warm = [None] * problem.n_samples
         self._gold = []
@@ -71,6 +74,10 @@ class _SparseMAPProblem:
     def sample_costs(self):
         return np.array([float(g.graph.n_variables + g.graph.n_factors)
                          for g in self.problem.graphs])
+
+    def score(self, w, sample_ids):
+        """The miner's metric of the weights ``w`` on the documents ``sample_ids``."""
+        return self.scorer(w, sample_ids)
 
     def batch_gradient(self, w, sample_ids, gradient, part, step):
         col = 2 * part
@@ -135,8 +142,20 @@ max_bb_nodes, time_limit, verbose :
     batch_size : int, default=8
         Documents per update.
     tol : float or None, default=1e-4
-        Stop when 3 successive epochs fail to bring the mean training loss
-        below the best one minus ``tol``; None runs ``max_iter`` epochs.
+        Stop when ``n_iter_no_change`` successive epochs fail to bring the
+        mean training loss below the best one minus ``tol`` (with
+        ``early_stopping``: the validation score above the best one plus
+        ``tol``); None runs ``max_iter`` epochs.
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the training documents, score
+        the predictions on them (:func:`~sksparse_struct.metrics.argument_f1_score`,
+        with this estimator's ``decode``) after every epoch, stop on that
+        score and keep the weights of the best epoch.
+    validation_fraction : float, default=0.1
+        Fraction of the documents held out when ``early_stopping``
+        (rounded up).
+    n_iter_no_change : int, default=3
+        Epochs without improvement before stopping.
     lp_max_iter : int, default=500
         AD³ iterations per LP-SparseMAP solve in training (and per LP solve
         at prediction, as in :class:`StructuredSVMArgumentMiner`).
@@ -171,6 +190,11 @@ max_bb_nodes, time_limit, verbose :
     n_lp_not_converged_ : list of int
         Per epoch, the LP-SparseMAP solves that stopped at ``lp_max_iter``
         before ``lp_tol``.
+    validation_scores_ : list of float
+        The held-out score after each epoch (``early_stopping`` only;
+        empty otherwise).
+    best_validation_score_ : float or None
+        The best of them (None without ``early_stopping``).
 
     Examples
     --------
@@ -193,6 +217,9 @@ max_bb_nodes, time_limit, verbose :
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "tol": [None, Interval(Real, 0, None, closed="neither")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(
@@ -209,6 +236,9 @@ max_bb_nodes, time_limit, verbose :
         learning_rate=0.1,
         batch_size=8,
         tol=1e-4,
+        early_stopping=False,
+        validation_fraction=0.1,
+        n_iter_no_change=3,
         decode="exact",
         max_bb_nodes=100,
         time_limit=60.0,
@@ -230,6 +260,9 @@ max_bb_nodes, time_limit, verbose :
         self.learning_rate = learning_rate
         self.batch_size = batch_size
         self.tol = tol
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
         self.decode = decode
         self.max_bb_nodes = max_bb_nodes
         self.time_limit = time_limit
@@ -283,7 +316,21 @@ max_bb_nodes, time_limit, verbose :
         problem = ArgumentProblem(docs, targets, graphs, self.layout_, self.link_cost_,
                                   self._ad3_options(), n_jobs=self.n_jobs)
         n_threads = self._n_threads()
-        losses = _SparseMAPProblem(problem, self.loss, self._training_ad3_options())
+        rng = check_random_state(self.random_state)
+        n = len(docs)
+        train_ids, val_ids = np.arange(n), None
+        if self.early_stopping:
+            train_ids, val_ids = validation_split(train_ids, self.validation_fraction, rng,
+                                                  what="documents")
+
+        def scorer(coef, ids):
+            # The held-out documents decoded as predict does, with the
+            # weights of the epoch.
+            pred = self._map(lambda doc: self._decode_one(doc, coef)[:2],
+                             [docs[i] for i in ids])
+            return argument_f1_score([y[i] for i in ids], pred)
+
+        losses = _SparseMAPProblem(problem, self.loss, self._training_ad3_options(), scorer)
         progress = Progress(self, self.verbose, "epoch", self.max_iter)
         self.n_lp_not_converged_ = []
 
@@ -293,14 +340,16 @@ max_bb_nodes, time_limit, verbose :
                                          ("lp_not_converged", int(info.stats[1])),
                                          ("ad3_iterations", info.stats[2] / info.n_samples)])
 
-        n = len(docs)
+        n_train = train_ids.shape[0]
         result = minimize_online(
-            losses, np.zeros(self.layout_.n_params), np.arange(n), method="adagrad",
-            learning_rate=self.learning_rate, l2=1.0 / (self.C * n),
-            batch_size=min(self.batch_size, n), max_iter=self.max_iter, tol=self.tol,
-            average=True, random_state=check_random_state(self.random_state), n_parts=2,
-            n_threads=min(n_threads, 2), callback=callback)
+            losses, np.zeros(self.layout_.n_params), train_ids, method="adagrad",
+            learning_rate=self.learning_rate, l2=1.0 / (self.C * n_train),
+            batch_size=min(self.batch_size, n_train), max_iter=self.max_iter, tol=self.tol,
+            n_iter_no_change=self.n_iter_no_change, validation_ids=val_ids, average=True,
+            random_state=rng, n_parts=2, n_threads=min(n_threads, 2), callback=callback)
         self.coef_ = result.coef
         self.n_iter_ = result.n_epochs
         self.loss_curve_ = list(result.loss_curve)
+        self.validation_scores_ = list(result.validation_scores)
+        self.best_validation_score_ = result.best_validation_score
         return self

@@ -73,6 +73,34 @@ def test_fit_learns_a_separable_problem(loss):
     assert miner.loss_curve_[-1] < miner.loss_curve_[0]
 
 
+def test_early_stopping_scores_held_out_documents_and_keeps_the_best_epoch():
+    from sksparse_struct.metrics import argument_f1_score
+    from sksparse_struct.utils._estimator import validation_split
+
+    rng = np.random.RandomState(3)
+    X, y = _dataset(rng, n_docs=12)
+    miner = SparseMAPArgumentMiner("cdcp", C=10.0, max_iter=8, tol=1e-9, learning_rate=0.5,
+                                   early_stopping=True, validation_fraction=0.25,
+                                   n_iter_no_change=2, random_state=0).fit(X, y)
+    assert len(miner.validation_scores_) == miner.n_iter_ == len(miner.loss_curve_)
+    assert miner.best_validation_score_ == max(miner.validation_scores_)
+    # The held-out documents: ceil(0.25 * 12) = 3, the split of the estimator's
+    # random state; the kept weights score the best epoch's score on them.
+    _, held_out = validation_split(np.arange(12), 0.25, np.random.RandomState(0),
+                                   what="documents")
+    assert held_out.shape[0] == 3
+    pred = miner.predict([X[i] for i in held_out])
+    assert argument_f1_score([y[i] for i in held_out], pred) == pytest.approx(
+        miner.best_validation_score_)
+    # Without early stopping: every document trains, no validation scores.
+    plain = SparseMAPArgumentMiner("cdcp", max_iter=2, random_state=0).fit(X, y)
+    assert plain.validation_scores_ == [] and plain.best_validation_score_ is None
+    with pytest.raises(ValueError, match="validation_fraction"):
+        SparseMAPArgumentMiner(early_stopping=True, validation_fraction=1.5).fit(X, y)
+    with pytest.raises(ValueError, match="n_iter_no_change"):
+        SparseMAPArgumentMiner(n_iter_no_change=0).fit(X, y)
+
+
 def test_results_do_not_depend_on_n_jobs_and_it_pickles():
     rng = np.random.RandomState(5)
     X, y = _dataset(rng, n_docs=8)

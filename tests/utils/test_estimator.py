@@ -117,7 +117,7 @@ EARLY = {"early_stopping", "validation_fraction", "n_iter_no_change"}
     (EasyFirstTagger, SHARED | EARLY),  # the perceptron: one sentence a step, no step size
     (NeuralEasyFirstTagger, SHARED | ONLINE | EARLY),
     (SparseMAPParser, SHARED | ONLINE | EARLY),
-    (SparseMAPArgumentMiner, SHARED | ONLINE),
+    (SparseMAPArgumentMiner, SHARED | ONLINE | EARLY),
     (StructuredSVMArgumentMiner, SHARED - {"tol"}),  # BCFW: max_iter is a budget
 ])
 def test_one_vocabulary(cls, names):
