@@ -254,6 +254,8 @@ default=64, 50, 50, 50, 50
         AdaGrad step size (the package's AdaGrad,
         :func:`~sksparse_struct.learners.minimize_online`: per-parameter
         steps ``learning_rate / sqrt(sum of squared gradients + 1e-8)``).
+        With ``attention="sparsemax"`` use 0.05: at 0.1 its training
+        stalls (see the User Guide).
     clip_norm : float or None, default=5.0
         The gradient of each sentence's loss is rescaled to this Euclidean
         norm when longer, before the average over the mini-batch (as when
