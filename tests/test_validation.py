@@ -1,5 +1,7 @@
 """Tests of the shared input validation helpers."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -7,6 +9,7 @@ import sksparse_struct
 from sksparse_struct.utils import (
     as_float_rows,
     check_bounds,
+    check_integer,
     check_positive_scalar,
     check_scores,
     restore_shape,
@@ -84,6 +87,48 @@ def test_check_positive_scalar_rejects(value):
 def test_check_positive_scalar_zero_allowed():
     assert check_positive_scalar(0, "alpha", allow_zero=True) == 0.0
     assert check_positive_scalar(np.float32(2), "alpha") == 2.0
+
+
+@pytest.mark.parametrize("value, expected", [
+    (0, 0), (3, 3), (np.int64(7), 7), (np.int32(2), 2), (np.uint8(5), 5), (10**20, 10**20),
+])
+def test_check_integer_accepts_python_and_numpy_integers(value, expected):
+    out = check_integer(value, "n", minimum=0)
+    assert out == expected and type(out) is int
+
+
+@pytest.mark.parametrize("value", [True, False, np.bool_(True), 2.0, 2.5, np.float64(3.0),
+                                   "3", None, [1], np.array(2), np.nan])
+def test_check_integer_rejects_non_integers(value):
+    message = f"^max_iter must be an integer >= 0, got {re.escape(repr(value))}.$"
+    with pytest.raises(ValueError, match=message):
+        check_integer(value, "max_iter")
+
+
+def test_check_integer_minimum_none_and_where():
+    assert check_integer(1, "max_iter", minimum=1) == 1
+    with pytest.raises(ValueError, match=r"^max_iter must be an integer >= 1, got 0\.$"):
+        check_integer(0, "max_iter", minimum=1)
+    with pytest.raises(ValueError, match=r"^n must be an integer >= -1, got np.int64\(-2\)"):
+        check_integer(np.int64(-2), "n", minimum=-1)
+    # The name carries where the parameter belongs.
+    with pytest.raises(ValueError, match=r"^ad3: max_iter must be an integer >= 1, got 0\.$"):
+        check_integer(0, "ad3: max_iter", minimum=1)
+    assert check_integer(None, "gap_every", allow_none=True) is None
+    with pytest.raises(ValueError, match=r"^gap_every must be None or an integer >= 0, got -1"):
+        check_integer(-1, "gap_every", allow_none=True)
+    with pytest.raises(ValueError, match=r"^gap_every must be an integer >= 0, got None"):
+        check_integer(None, "gap_every")
+
+
+@pytest.mark.parametrize("value, message", [
+    (True, "a real number"), (np.bool_(False), "a real number"), ("1", "a real number"),
+    (None, "a real number"), (0, "finite and > 0"), (-1.0, "finite and > 0"),
+    (np.inf, "finite and > 0"), (np.nan, "finite and > 0"),
+])
+def test_check_positive_scalar_messages(value, message):
+    with pytest.raises(ValueError, match=f"^ad3: eta must be {message}, got "):
+        check_positive_scalar(value, "ad3: eta")
 
 
 def test_check_backward_inputs():

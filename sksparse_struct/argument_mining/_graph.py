@@ -15,6 +15,7 @@ import numpy as np
 
 from ..inference import FactorGraph
 from ..structures import DependencyTree
+from ..utils._validation import check_integer
 
 __all__ = ["SECOND_ORDER_TYPES", "ArgumentGraph", "build_argument_graph",
            "constraint_violations", "round_to_constraints"]
@@ -145,10 +146,8 @@ default=("coparent", "sibling")
     -------
     result : ArgumentGraph
     """
-    if isinstance(n_props, bool) or not isinstance(n_props, (int, np.integer)) or n_props < 0:
-        raise ValueError(f"n_props must be a non-negative integer, got {n_props!r}.")
-    if isinstance(n_labels, bool) or not isinstance(n_labels, (int, np.integer)) or n_labels < 1:
-        raise ValueError(f"n_labels must be a positive integer, got {n_labels!r}.")
+    check_integer(n_props, "n_props", minimum=0)
+    check_integer(n_labels, "n_labels", minimum=1)
     if constraints not in _CONSTRAINTS:
         raise ValueError(f"constraints must be one of {_CONSTRAINTS}, got {constraints!r}.")
     second_order = tuple(second_order)

@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 
+from ..utils._validation import check_integer
 from ._conll import (
     _DOCSTART,
     _check_columns,
@@ -226,14 +227,12 @@ def _check_options(estimator, label, columns, format, chunk_size, n_jobs, verbos
                    input_path):
     if not hasattr(estimator, "predict"):
         raise TypeError(f"estimator must have a predict method; got {type(estimator).__name__}.")
-    if not isinstance(chunk_size, numbers.Integral) or isinstance(chunk_size, bool) \
-            or chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive int; got {chunk_size!r}.")
+    check_integer(chunk_size, "chunk_size", minimum=1)
     if n_jobs is not None and (not isinstance(n_jobs, numbers.Integral)
                                or isinstance(n_jobs, bool) or n_jobs == 0):
-        raise ValueError(f"n_jobs must be None or a nonzero int; got {n_jobs!r}.")
-    if not isinstance(verbose, numbers.Integral) or verbose < 0:
-        raise ValueError(f"verbose must be a non-negative int; got {verbose!r}.")
+        raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}.")
+    if not isinstance(verbose, bool):  # verbose=True is verbose=1
+        check_integer(verbose, "verbose", minimum=0)
     if format not in ("auto", "conll", "conllu"):
         raise ValueError(f"format must be 'auto', 'conll' or 'conllu'; got {format!r}.")
     if format == "auto":

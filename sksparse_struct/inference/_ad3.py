@@ -12,11 +12,11 @@ top of it.
 """
 
 import math
-from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
 
+from ..utils._validation import check_integer, check_positive_scalar
 from ._ad3_fast import LARGE_SCORE, N_OPTIONS, ad3_solve, evaluate_assignment, new_workspace
 from ._factor_graph import FactorGraph
 
@@ -227,22 +227,10 @@ def _raise_status(status, caller):
     raise ValueError(f"{caller}: the solver stopped with status {status}.")
 
 
-def _positive(value):
-    if type(value) is not float and (isinstance(value, bool) or not isinstance(value, Real)):
-        return False
-    return math.isfinite(value) and value > 0
-
-
 def _check_solver_args(eta, max_iter, tol, caller):
-    if not _positive(eta):
-        raise ValueError(f"{caller}: eta must be a positive number, got {eta!r}.")
-    if type(max_iter) is not int and (isinstance(max_iter, bool)
-                                      or not isinstance(max_iter, Integral)):
-        raise ValueError(f"{caller}: max_iter must be a positive integer, got {max_iter!r}.")
-    if max_iter < 1:
-        raise ValueError(f"{caller}: max_iter must be a positive integer, got {max_iter!r}.")
-    if not _positive(tol):
-        raise ValueError(f"{caller}: tol must be a positive number, got {tol!r}.")
+    check_positive_scalar(eta, f"{caller}: eta")
+    check_integer(max_iter, f"{caller}: max_iter", minimum=1)
+    check_positive_scalar(tol, f"{caller}: tol")
 
 
 def _warm_state(cg, warm_start, scale, caller, result_type=AD3Result, producer=None):
@@ -332,8 +320,8 @@ def ad3(graph, variable_scores, factor_scores=None, *, eta=0.1, adaptive_eta=Tru
     """
     cg, theta, fs = _checked_arrays(graph, variable_scores, factor_scores, "ad3")
     _check_solver_args(eta, max_iter, tol, "ad3")
-    if gap_tol is not None and not _positive(gap_tol):
-        raise ValueError(f"ad3: gap_tol must be a positive number or None, got {gap_tol!r}.")
+    if gap_tol is not None:
+        check_positive_scalar(gap_tol, "ad3: gap_tol")
     if not isinstance(adaptive_eta, (bool, np.bool_)):
         raise ValueError(f"ad3: adaptive_eta must be True or False, got {adaptive_eta!r}.")
     gap = 0.0 if gap_tol is None else gap_tol
@@ -447,12 +435,8 @@ def ad3_map(graph, variable_scores, factor_scores=None, *, gap_tol=1e-6, max_nod
     """
     cg, theta, fs, top = _checked_scores(graph, variable_scores, factor_scores, "ad3_map")
     _check_solver_args(eta, max_iter, tol, "ad3_map")
-    if (isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer))
-            or max_nodes < 1):
-        raise ValueError(f"ad3_map: max_nodes must be a positive integer, got {max_nodes!r}.")
-    if not (isinstance(gap_tol, Real) and not isinstance(gap_tol, bool)
-            and math.isfinite(gap_tol) and gap_tol >= 0):
-        raise ValueError(f"ad3_map: gap_tol must be a non-negative number, got {gap_tol!r}.")
+    check_integer(max_nodes, "ad3_map: max_nodes", minimum=1)
+    check_positive_scalar(gap_tol, "ad3_map: gap_tol", allow_zero=True)
     if not isinstance(adaptive_eta, (bool, np.bool_)):
         raise ValueError(f"ad3_map: adaptive_eta must be True or False, got {adaptive_eta!r}.")
     scale = _score_scale(top)

@@ -24,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..structures import Parts, Structure
+from ..utils._validation import check_integer
 from ._ad3_fast import (
     AT_MOST_ONE,
     DENSE,
@@ -122,12 +123,7 @@ class FactorGraph:
     """
 
     def __init__(self, n_variables):
-        if (isinstance(n_variables, bool) or not isinstance(n_variables, (int, np.integer))
-                or n_variables < 0):
-            raise ValueError(
-                f"n_variables must be a non-negative integer, got {n_variables!r}."
-            )
-        self.n_variables = int(n_variables)
+        self.n_variables = check_integer(n_variables, "n_variables", minimum=0)
         self._blocks = []  # (kind, V, neg, score_offsets, table)
         self._structures = []  # (structure, variables, parts, score offset, n_v)
         self._tables = []

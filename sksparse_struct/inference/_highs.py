@@ -14,14 +14,13 @@ of ``factor_scores`` (and flows for tree factors); rows are
   for the MILP).
 """
 
-from numbers import Real
-
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from ..structures import DependencyTree
 from ..structures._tree import tree_options
+from ..utils._validation import check_positive_scalar
 from ._ad3 import AD3Result, MAPResult, _score_scale, _unscale, check_graph_scores
 from ._ad3_fast import AT_MOST_ONE, DENSE, OR, PAIR, XOR
 
@@ -179,16 +178,7 @@ def _check_limit(value, name, caller, allow_zero):
     """``value`` as a float, or None; a clear error unless a (positive) finite number."""
     if value is None:
         return None
-    ok = isinstance(value, (Real, np.floating, np.integer)) and not isinstance(
-        value, (bool, np.bool_))
-    if ok:
-        value = float(value)
-        ok = np.isfinite(value) and (value >= 0 if allow_zero else value > 0)
-    if not ok:
-        what = "a non-negative" if allow_zero else "a positive"
-        raise ValueError(f"{caller}: {name} must be {what} finite number or None, got "
-                         f"{value!r}.")
-    return value
+    return check_positive_scalar(value, f"{caller}: {name}", allow_zero=allow_zero)
 
 
 def _unconstrained(c, bounds):

@@ -29,12 +29,12 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
 from ..structures import Parts
+from ..utils._validation import check_positive_scalar
 from ._ad3 import (
     _check_solver_args,
     _checked_scores,
     _NOT_FIXED,
     _options,
-    _positive,
     _score_scale,
     _solve,
     _unscale,
@@ -198,9 +198,8 @@ def lp_sparsemap(graph, variable_scores, factor_scores=None, *, eta=0.1, adaptiv
     if not isinstance(adaptive_eta, (bool, np.bool_)):
         raise ValueError(
             f"lp_sparsemap: adaptive_eta must be True or False, got {adaptive_eta!r}.")
-    if gap_tol is not None and not _positive(gap_tol):
-        raise ValueError(
-            f"lp_sparsemap: gap_tol must be a positive number or None, got {gap_tol!r}.")
+    if gap_tol is not None:
+        check_positive_scalar(gap_tol, "lp_sparsemap: gap_tol")
     # Scaling the scores by s and the quadratic by s scales the objective by
     # s: the same solution.
     scale = _score_scale(top)

@@ -35,7 +35,6 @@ The conditional-gradient variants (App. B.1) are slower references, in NumPy.
 """
 
 import dataclasses
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
@@ -54,7 +53,7 @@ from ..structures._sequence import kernel_inputs as sequence_kernel_inputs
 from ..structures._sequence import raise_infeasible as raise_no_sequence
 from ..structures._tree import no_tree_error
 from ..utils._reporting import warn
-from ..utils._validation import check_positive_scalar
+from ..utils._validation import check_integer, check_positive_scalar
 from ._sparsemap_fast import (
     SPARSEMAP_OPTIONS,
     SparseMAPOptions,
@@ -405,12 +404,6 @@ def _check_structure(structure):
             "structure must be an instance of sksparse_struct.structures.Structure, "
             f"got {type(structure).__name__}."
         )
-
-
-def _check_max_iter(max_iter, name="max_iter"):
-    if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
-        raise ValueError(f"{name} must be a positive integer, got {max_iter!r}.")
-    return int(max_iter)
 
 
 def _active_set_max_iter(width):
@@ -976,7 +969,7 @@ def check_options(options, name="options"):
         )
     max_iter = options.max_iter
     if max_iter is not None:
-        max_iter = _check_max_iter(max_iter, f"{name}.max_iter")
+        max_iter = check_integer(max_iter, f"{name}.max_iter", minimum=1)
     return SparseMAPOptions(
         max_iter=max_iter,
         tol=check_positive_scalar(options.tol, f"{name}.tol"),
@@ -1006,7 +999,8 @@ def _check_solver(structure, method, max_iter, tol, options):
             )
         return options
     default_iter, default_tol = _METHOD_DEFAULTS[method]
-    max_iter = default_iter if max_iter is None else _check_max_iter(max_iter)
+    max_iter = (default_iter if max_iter is None
+                else check_integer(max_iter, "max_iter", minimum=1))
     tol = default_tol if tol is None else check_positive_scalar(tol, "tol")
     return SPARSEMAP_OPTIONS._replace(max_iter=max_iter, tol=tol)
 

@@ -69,7 +69,7 @@ weights are only formed once per pass, for the dual objective it reports.
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from numbers import Integral, Real
+from numbers import Integral
 from typing import NamedTuple
 
 import numpy as np
@@ -77,6 +77,7 @@ from joblib import effective_n_jobs
 from sklearn.utils import check_random_state
 
 from ..utils._reporting import Progress
+from ..utils._validation import check_integer, check_positive_scalar
 from ._bcfw_fast import (
     BCFWState,
     average_into,
@@ -201,36 +202,25 @@ def _check_options(problem, C, max_iter, tol, line_search, average, gap_every, c
             "loss_augmented(w, i) and joint_feature(i, m) (see learners._bcfw)."
         )
     for name in ("n_params", "n_samples"):
-        value = getattr(problem, name)
-        if not isinstance(value, Integral) or value < 1:
-            raise ValueError(f"problem.{name} must be a positive integer, got {value!r}.")
-    if not (isinstance(C, Real) and np.isfinite(C) and C > 0):
-        raise ValueError(f"C must be a positive finite number, got {C!r}.")
-    if not isinstance(max_iter, Integral) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}.")
-    if not (isinstance(tol, Real) and tol >= 0):
-        raise ValueError(f"tol must be a non-negative number, got {tol!r}.")
+        check_integer(getattr(problem, name), f"problem.{name}", minimum=1)
+    check_positive_scalar(C, "C")
+    check_integer(max_iter, "max_iter", minimum=1)
+    check_positive_scalar(tol, "tol", allow_zero=True)
     for name, value in (("line_search", line_search), ("average", average)):
         if not isinstance(value, (bool, np.bool_)):
             raise TypeError(f"{name} must be True or False, got {value!r}.")
-    if gap_every is not None and (not isinstance(gap_every, Integral) or gap_every < 0):
-        raise ValueError(
-            f"gap_every must be a non-negative integer or None, got {gap_every!r}."
-        )
+    check_integer(gap_every, "gap_every", minimum=0, allow_none=True)
     if callback is not None and not callable(callback):
         raise ValueError(f"callback must be callable or None, got {callback!r}.")
-    if not isinstance(verbose, Integral) or verbose < 0:
-        raise ValueError(f"verbose must be a non-negative integer, got {verbose!r}.")
+    if not isinstance(verbose, bool):  # verbose=True is verbose=1
+        check_integer(verbose, "verbose", minimum=0)
 
 
 def _check_speed_options(line_search, cache_size, cache_tol, cache_steps, batch_size, n_jobs):
-    for name, value in (("cache_size", cache_size), ("cache_steps", cache_steps)):
-        if not isinstance(value, Integral) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"{name} must be a non-negative integer, got {value!r}.")
-    if not (isinstance(cache_tol, Real) and np.isfinite(cache_tol) and cache_tol >= 0):
-        raise ValueError(f"cache_tol must be a non-negative number, got {cache_tol!r}.")
-    if not isinstance(batch_size, Integral) or isinstance(batch_size, bool) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
+    check_integer(cache_size, "cache_size", minimum=0)
+    check_integer(cache_steps, "cache_steps", minimum=0)
+    check_positive_scalar(cache_tol, "cache_tol", allow_zero=True)
+    check_integer(batch_size, "batch_size", minimum=1)
     if n_jobs is not None and (not isinstance(n_jobs, Integral) or n_jobs == 0):
         raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}.")
     if cache_size and not line_search:

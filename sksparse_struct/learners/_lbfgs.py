@@ -43,13 +43,12 @@ models. ICML.
 """
 
 import math
-import numbers
 import time
 from typing import NamedTuple
 
 import numpy as np
 
-from ..utils._validation import as_real_array
+from ..utils._validation import as_real_array, check_integer, check_positive_scalar
 
 __all__ = ["minimize_lbfgs", "LBFGSResult", "LBFGSIteration"]
 
@@ -157,21 +156,6 @@ class LBFGSIteration(NamedTuple):
 # ---------------------------------------------------------------------------
 # Argument checks
 # ---------------------------------------------------------------------------
-
-
-def _check_int(value, name, low):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
-    return int(value)
-
-
-def _check_nonneg(value, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a real number, got {value!r}.")
-    value = float(value)
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{name} must be finite and >= 0, got {value!r}.")
-    return value
 
 
 def _as_start_point(x0):
@@ -805,13 +789,13 @@ def minimize_lbfgs(
         raise ValueError(f"callback must be callable or None, got {type(callback).__name__}.")
     x = _as_start_point(x0)
     n = x.shape[0]
-    c1 = _check_nonneg(c1, "c1")
-    m = _check_int(n_memory, "n_memory", 1)
-    max_iter = _check_int(max_iter, "max_iter", 0)
-    epsilon = _check_nonneg(epsilon, "epsilon")
-    period = _check_int(period, "period", 0)
-    delta = _check_nonneg(delta, "delta")
-    max_linesearch = _check_int(max_linesearch, "max_linesearch", 1)
+    c1 = check_positive_scalar(c1, "c1", allow_zero=True)
+    m = check_integer(n_memory, "n_memory", minimum=1)
+    max_iter = check_integer(max_iter, "max_iter", minimum=0)
+    epsilon = check_positive_scalar(epsilon, "epsilon", allow_zero=True)
+    period = check_integer(period, "period", minimum=0)
+    delta = check_positive_scalar(delta, "delta", allow_zero=True)
+    max_linesearch = check_integer(max_linesearch, "max_linesearch", minimum=1)
     if linesearch not in _LINESEARCHES:
         raise ValueError(f"linesearch must be one of {_LINESEARCHES}, got {linesearch!r}.")
     owlqn = c1 > 0

@@ -53,6 +53,7 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ..utils._validation import check_integer, check_positive_scalar
 from ._online_fast import (
     OPT_COLUMNS,
     W_SUM,
@@ -215,14 +216,13 @@ def _check_options(method, learning_rate, l1, l2, batch_size, max_iter, n_parts)
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}.")
     if method == "perceptron" and (l1 or l2):
         raise ValueError("the perceptron takes no penalty: l1 and l2 must be 0.")
-    if not learning_rate > 0:
-        raise ValueError(f"learning_rate must be positive, got {learning_rate!r}.")
-    if not (l1 >= 0 and l2 >= 0):
-        raise ValueError(f"l1 and l2 must be non-negative, got {l1!r} and {l2!r}.")
+    # Checked, not converted: the update rule computes with the values given.
+    check_positive_scalar(learning_rate, "learning_rate")
+    check_positive_scalar(l1, "l1", allow_zero=True)
+    check_positive_scalar(l2, "l2", allow_zero=True)
     for name, value in (("batch_size", batch_size), ("max_iter", max_iter),
                         ("n_parts", n_parts)):
-        if int(value) != value or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+        check_integer(value, name, minimum=1)
 
 
 def minimize_online(problem, w0, sample_ids, *, method="adagrad", learning_rate=0.1, l1=0.0,
@@ -264,7 +264,7 @@ def minimize_online(problem, w0, sample_ids, *, method="adagrad", learning_rate=
         mean training loss below the best one minus ``tol`` (with
         ``validation_ids``: the validation score above the best plus
         ``tol``; :class:`EarlyStopping`), and the perceptron after an epoch
-        with a zero loss (no mistake: the weights did not move). None: run
+        that moved no weight (no mistake, and no tie with the gold). None: run
         ``max_iter`` epochs.
     n_iter_no_change : int, default=3
         Epochs without improvement before stopping.
@@ -348,6 +348,10 @@ def minimize_online(problem, w0, sample_ids, *, method="adagrad", learning_rate=
     try:
         for epoch in range(1, max_iter + 1):
             order = rng.permutation(sample_ids)
+            # The perceptron stops once an epoch leaves every weight where it
+            # was (a zero loss is not enough: a tie with the gold still moves
+            # the weights).
+            w_start = w.copy() if tol is not None and not adagrad else None
             total = None
             if batch_size == 1 and hasattr(problem, "sequential_steps"):
                 # Batches of one sample: the problem may run the steps itself,
@@ -405,9 +409,9 @@ def minimize_online(problem, w0, sample_ids, *, method="adagrad", learning_rate=
             if callback is not None:
                 callback(OnlineEpoch(epoch, total, int(sample_ids.shape[0]), score, step,
                                      time.perf_counter() - t0))
-            if stop or (tol is not None and not adagrad and total[0] == 0.0):
-                # A perceptron epoch without a mistake changed no weight: every
-                # further epoch would be the same.
+            if stop or (w_start is not None and np.array_equal(w, w_start)):
+                # A perceptron epoch that changed no weight: every further
+                # epoch would be the same.
                 converged = True
                 break
     finally:

@@ -7,6 +7,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..utils._reporting import warn
 from ..utils._validation import (
+    check_integer,
     check_positive_scalar,
     check_same_rows,
     check_scores,
@@ -30,12 +31,6 @@ def _check_p_param(p):
     return float(p)
 
 
-def _check_max_iter(max_iter):
-    if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}.")
-    return int(max_iter)
-
-
 # method -> (default max_iter, default tol); see the docstring of sq_pnorm_max.
 _METHOD_DEFAULTS = {"newton": (100, 1e-12), "projected_gradient": (10_000, 1e-6)}
 
@@ -51,7 +46,8 @@ def _sq_pnorm_max_rows(z_rows, temperature, p=1.5, max_iter=None, tol=None, meth
     q = _check_p_param(p)
     method = _check_method(method)
     default_iter, default_tol = _METHOD_DEFAULTS[method]
-    max_iter = default_iter if max_iter is None else _check_max_iter(max_iter)
+    max_iter = (default_iter if max_iter is None
+                else check_integer(max_iter, "max_iter", minimum=1))
     tol = default_tol if tol is None else check_positive_scalar(tol, "tol")
     out = np.empty_like(z_rows)
     scaled, shifted = divide_by_temperature(z_rows, temperature)

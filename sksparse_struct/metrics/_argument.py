@@ -10,6 +10,8 @@ target). Scores are pooled over the documents of ``y_true`` and ``y_pred``
 import numpy as np
 from sklearn.metrics import make_scorer
 
+from ..utils._validation import check_integer
+
 __all__ = [
     "argument_classification_report",
     "argument_f1_score",
@@ -297,8 +299,7 @@ def argument_classification_report(y_true, y_pred, *, labels=None, digits=3):
           argument F1                           0.55
     <BLANKLINE>
     """
-    if not isinstance(digits, int) or isinstance(digits, bool) or digits < 0:
-        raise ValueError(f"digits must be a non-negative int; got {digits!r}")
+    digits = check_integer(digits, "digits", minimum=0)
     true, pred = _check_targets(y_true, y_pred)
     link_tp, link_pred, link_true = _link_counts(true, pred)
     labels, tp, n_pred, n_true = _label_counts(true, pred, labels)

@@ -20,6 +20,8 @@ from itertools import chain
 import numpy as np
 from sklearn.metrics import classification_report, make_scorer
 
+from ..utils._validation import check_integer
+
 __all__ = [
     "chunk_classification_report",
     "chunk_f1_score",
@@ -481,8 +483,7 @@ def chunk_classification_report(y_true, y_pred, *, labels=None, digits=2, output
     >>> report["NP"]["precision"], report["micro avg"]["f1-score"], report["accuracy"]
     (0.6666666666666666, 0.75, 0.8333333333333334)
     """
-    if isinstance(digits, bool) or not isinstance(digits, (int, np.integer)) or digits < 0:
-        raise ValueError(f"digits must be a non-negative integer; got {digits!r}.")
+    check_integer(digits, "digits", minimum=0)
     types, counts, n_correct_tags, n_tokens = _chunk_table(y_true, y_pred, labels)
     rows = _report_rows(types, counts)
     accuracy = n_correct_tags / n_tokens if n_tokens else 0.0

@@ -22,6 +22,7 @@ from ..utils import as_heads, first_bad_tree, is_labelled_pair, tree_error
 from ..utils._estimator import StructuredEstimatorMixin, validation_split
 from ..utils._reporting import Progress, warn, warn_max_iter
 from ..utils._sklearn_compat import Interval, StrOptions, fit_context
+from ..utils._validation import check_integer
 from . import _arc_filter_fast
 from ._parser_fast import ArcModel, TrainingOptions, score_sentence
 from ._problem import ParsingProblem, decode, stack_sentences
@@ -647,10 +648,7 @@ class SparseMAPParser(StructuredEstimatorMixin, BaseEstimator):
 
     def _second_order_options(self):
         # max_bb_nodes only matters when decoding: it may be changed after fit.
-        nodes = self.max_bb_nodes
-        if isinstance(nodes, bool) or not isinstance(nodes, Integral) or nodes < 0:
-            raise ValueError(
-                f"max_bb_nodes must be a non-negative integer, got {nodes!r}.")
+        check_integer(self.max_bb_nodes, "max_bb_nodes", minimum=0)
         return SecondOrderOptions(tags=TAGS_BOTH, eta=1.0, max_iter=int(self.lp_max_iter),
                                   tol=float(self.lp_tol), max_nodes=int(self.max_bb_nodes))
 

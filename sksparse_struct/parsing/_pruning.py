@@ -39,12 +39,12 @@ The rule (spec ``second_order_parsing.md`` §1.2), in this order:
 """
 
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 
 from ..structures._tree import check_heads
-from ..utils._validation import as_real_array
+from ..utils._validation import as_real_array, check_integer
 from . import _pruning_fast
 
 __all__ = ["PruningReport", "part_counts", "prune_arcs", "pruning_report"]
@@ -138,9 +138,7 @@ def prune_arcs(marginals, max_heads=10, threshold=1e-4, gold_heads=None,
     """
     P = _check_marginals(marginals)
     n = P.shape[0] - 1
-    if isinstance(max_heads, (bool, np.bool_)) or not isinstance(max_heads, Integral) \
-            or max_heads < 1:
-        raise ValueError(f"max_heads must be an integer >= 1, got {max_heads!r}.")
+    check_integer(max_heads, "max_heads", minimum=1)
     if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, Real) \
             or not 0.0 <= threshold < 1.0:
         raise ValueError(f"threshold must be a number in [0, 1), got {threshold!r}.")

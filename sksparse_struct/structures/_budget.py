@@ -1,10 +1,8 @@
 """Budget: at most (or exactly) B of K binary variables are on."""
 
-import numbers
-
 import numpy as np
 
-from ..utils._validation import check_scores
+from ..utils._validation import check_integer, check_scores
 from ._base import Parts, UnaryStructure, check_part_scores
 from ._budget_fast import budget_marginals, budget_marginals_jvp
 
@@ -71,12 +69,7 @@ class Budget(UnaryStructure):
     def _check_budget(self, k):
         """The effective budget for K items (validates the parameters)."""
         budget = self.budget
-        if isinstance(budget, (bool, np.bool_)) or not isinstance(
-            budget, numbers.Integral
-        ):
-            raise ValueError(f"Budget's budget must be an int >= 0, got {budget!r}.")
-        if budget < 0:
-            raise ValueError(f"Budget's budget must be an int >= 0, got {budget!r}.")
+        check_integer(budget, "Budget's budget", minimum=0)
         if not isinstance(self.exact, (bool, np.bool_)):
             raise ValueError(f"Budget's exact must be a bool, got {self.exact!r}.")
         if self.exact and budget > k:

@@ -6,6 +6,7 @@ messages say what is wrong and where (which row, which position), so a user
 never sees a crash deep inside a compiled kernel.
 """
 
+import math
 import numbers
 
 import numpy as np
@@ -20,6 +21,7 @@ __all__ = [
     "check_backward_inputs",
     "check_simplex_rows",
     "check_positive_scalar",
+    "check_integer",
     "restore_shape",
 ]
 
@@ -282,14 +284,94 @@ def check_simplex_rows(rows, name, atol=1e-6):
 
 
 def check_positive_scalar(value, name, allow_zero=False):
-    """Return ``value`` as a float, raising unless it is finite and > 0."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a real number, got {value!r}.")
-    value = float(value)
-    if not np.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+    """Return ``value`` as a float, raising unless it is a finite real number > 0.
+
+    Parameters
+    ----------
+    value : object
+        The parameter to check. bool is rejected; Python and NumPy real
+        numbers are accepted.
+    name : str
+        Name of the parameter, used in error messages. Callers add where it
+        belongs, e.g. ``"ad3: eta"`` or ``"options.tol"``.
+    allow_zero : bool, default=False
+        Whether 0 is accepted (the bound becomes ``>= 0``).
+
+    Returns
+    -------
+    value : float
+
+    Raises
+    ------
+    ValueError
+        "{name} must be a real number, got {value!r}." or
+        "{name} must be finite and > 0, got {value!r}." (``>= 0`` with
+        ``allow_zero``).
+    """
+    if type(value) is not float:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise ValueError(f"{name} must be a real number, got {value!r}.")
+    number = float(value)
+    if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be finite and {bound}, got {value!r}.")
-    return value
+    return number
+
+
+def check_integer(value, name, minimum=0, allow_none=False):
+    """Return ``value`` as a Python int, raising unless it is an integer >= ``minimum``.
+
+    The one check of the package's integer parameters (counts, sizes,
+    iteration limits, digits), with one message.
+
+    Parameters
+    ----------
+    value : object
+        The parameter to check. Python and NumPy integers are accepted;
+        bool and every non-integral type are rejected, floats with an
+        integral value (``2.0``) included.
+    name : str
+        Name of the parameter, used in error messages. Callers add where it
+        belongs, e.g. ``"ad3: max_iter"`` or ``"problem.n_samples"``.
+    minimum : int, default=0
+        The smallest accepted value.
+    allow_none : bool, default=False
+        Whether ``None`` is accepted (and returned as it is).
+
+    Returns
+    -------
+    value : int or None
+        ``None`` only when ``allow_none`` and ``value`` is ``None``.
+
+    Raises
+    ------
+    ValueError
+        "{name} must be an integer >= {minimum}, got {value!r}." (``"must be
+        None or an integer >= ..."`` with ``allow_none``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sksparse_struct.utils import check_integer
+    >>> check_integer(np.int64(3), "max_iter", minimum=1)
+    3
+    >>> check_integer(2.0, "max_iter", minimum=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_iter must be an integer >= 1, got 2.0.
+    """
+    if value is None and allow_none:
+        return None
+    number = value
+    if type(value) is not int:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+            number = None
+        else:
+            number = int(value)
+    if number is None or number < minimum:
+        what = "None or an integer" if allow_none else "an integer"
+        raise ValueError(f"{name} must be {what} >= {minimum}, got {value!r}.")
+    return number
 
 
 def restore_shape(rows, was_1d):

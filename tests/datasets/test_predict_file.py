@@ -287,9 +287,9 @@ def test_bad_input_and_arguments(tmp_path, ewt):
         ({"label": None}, "label must name the column"),
         ({"label": "head", "columns": ("word",)}, "columns does not apply to label='head'"),
         ({"label": "upos", "columns": ("word",)}, "label 'upos' is not one of columns"),
-        ({"label": "upos", "chunk_size": 0}, "chunk_size must be a positive int"),
-        ({"label": "upos", "n_jobs": 0}, "n_jobs must be None or a nonzero int"),
-        ({"label": "upos", "verbose": -1}, "verbose must be a non-negative int"),
+        ({"label": "upos", "chunk_size": 0}, "chunk_size must be an integer >= 1, got 0"),
+        ({"label": "upos", "n_jobs": 0}, "n_jobs must be None or a non-zero integer, got 0"),
+        ({"label": "upos", "verbose": -1}, "verbose must be an integer >= 0, got -1"),
         ({"label": "upos", "format": "csv"}, "format must be"),
     ]:
         with pytest.raises(ValueError, match=message):

@@ -424,7 +424,7 @@ def test_validation_errors():
         fg.add_dense([0, 1], [[0, 1], [1, 1]], forbidden=[True])
     with pytest.raises(ValueError, match="unary parts"):
         fg.add_structure(DependencyTree(), [0, 1], np.zeros((3, 3)))
-    with pytest.raises(ValueError, match="non-negative integer"):
+    with pytest.raises(ValueError, match="n_variables must be an integer >= 0, got -1"):
         FactorGraph(-1)
     fg.add_pair(0, 1)
     with pytest.raises(ValueError, match="factor_scores"):

@@ -246,7 +246,7 @@ def test_warm_start_and_validation():
         lp_sparsemap(fg, theta[:-1], fs)
     with pytest.raises(ValueError, match="not finite"):
         lp_sparsemap(fg, np.full_like(theta, np.nan), fs)
-    with pytest.raises(ValueError, match="tol must be a positive"):
+    with pytest.raises(ValueError, match="lp_sparsemap: tol must be finite and > 0, got 0"):
         lp_sparsemap(fg, theta, fs, tol=0)
     with pytest.raises(ValueError, match="result must be an LPSparseMAPResult"):
         lp_sparsemap_jvp(ad3(fg, theta, fs), theta)
@@ -265,5 +265,5 @@ def test_gap_tolerance_stops_early_and_close():
     assert loose.converged and loose.n_iter < tight.n_iter
     assert loose.n_iter % 50 == 0
     assert abs(loose.objective - tight.objective) <= 2e-3 * max(1.0, abs(tight.objective))
-    with pytest.raises(ValueError, match="gap_tol must be a positive"):
+    with pytest.raises(ValueError, match="lp_sparsemap: gap_tol must be finite and > 0"):
         lp_sparsemap(fg, theta, fs, gap_tol=-1.0)

@@ -195,7 +195,7 @@ def test_solver_arguments_are_validated_as_in_sparsemap():
         sparsemap_parts("Sequence", parts)
     with pytest.raises(ValueError, match="method must be one of"):
         sparsemap_parts(Sequence(), parts, method="newton")
-    with pytest.raises(ValueError, match="max_iter must be a positive integer"):
+    with pytest.raises(ValueError, match="max_iter must be an integer >= 1, got 0"):
         sparsemap_parts(Sequence(), parts, max_iter=0)
     with pytest.raises(ValueError, match="tol"):
         sparsemap_parts(Sequence(), parts, tol=-1.0)

@@ -461,14 +461,14 @@ def test_gap_at_the_last_pass_and_never():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"C": 0.0}, "C must be a positive finite number"),
-    ({"C": np.inf}, "C must be a positive finite number"),
-    ({"max_iter": 0}, "max_iter must be a positive integer"),
-    ({"max_iter": 2.5}, "max_iter must be a positive integer"),
-    ({"tol": -1.0}, "tol must be a non-negative number"),
-    ({"gap_every": -1}, "gap_every must be a non-negative integer or None"),
+    ({"C": 0.0}, "C must be finite and > 0, got 0.0"),
+    ({"C": np.inf}, "C must be finite and > 0, got inf"),
+    ({"max_iter": 0}, "max_iter must be an integer >= 1, got 0"),
+    ({"max_iter": 2.5}, "max_iter must be an integer >= 1, got 2.5"),
+    ({"tol": -1.0}, "tol must be finite and >= 0"),
+    ({"gap_every": -1}, "gap_every must be None or an integer >= 0"),
     ({"callback": 3}, "callback must be callable"),
-    ({"verbose": -1}, "verbose must be a non-negative integer"),
+    ({"verbose": -1}, "verbose must be an integer >= 0"),
 ])
 def test_bad_options(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -537,7 +537,7 @@ def test_bad_problem_outputs(what, message):
 def test_bad_gold_and_sizes():
     problem = multiclass(n=2)
     problem.n_samples = 0
-    with pytest.raises(ValueError, match="problem.n_samples must be a positive integer"):
+    with pytest.raises(ValueError, match="problem.n_samples must be an integer >= 1, got 0"):
         minimize_bcfw(problem)
     problem = multiclass(n=2)
     problem.golds = [0, None]

@@ -152,12 +152,12 @@ def test_with_a_cache_a_batch_gathers_the_blocks_to_decode():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(cache_size=-1), "cache_size must be a non-negative integer"),
-    (dict(cache_size=1.5), "cache_size must be a non-negative integer"),
-    (dict(cache_steps=-2), "cache_steps must be a non-negative integer"),
-    (dict(cache_tol=-0.1), "cache_tol must be a non-negative number"),
-    (dict(cache_tol=np.nan), "cache_tol must be a non-negative number"),
-    (dict(batch_size=0), "batch_size must be a positive integer"),
+    (dict(cache_size=-1), "cache_size must be an integer >= 0"),
+    (dict(cache_size=1.5), "cache_size must be an integer >= 0"),
+    (dict(cache_steps=-2), "cache_steps must be an integer >= 0"),
+    (dict(cache_tol=-0.1), "cache_tol must be finite and >= 0"),
+    (dict(cache_tol=np.nan), "cache_tol must be finite and >= 0"),
+    (dict(batch_size=0), "batch_size must be an integer >= 1"),
     (dict(n_jobs=0), "n_jobs must be None or a non-zero integer"),
     (dict(cache_size=2, line_search=False), "cache_size > 0 needs line_search=True"),
 ])

@@ -345,7 +345,7 @@ def test_start_point_is_not_modified_and_empty_parts_are_skipped():
 
 @pytest.mark.parametrize("bad, match", [
     (dict(method="sgd"), "method"), (dict(learning_rate=0.0), "learning_rate"),
-    (dict(l1=-1.0), "non-negative"), (dict(batch_size=0), "batch_size"),
+    (dict(l1=-1.0), "l1 must be finite and >= 0, got -1.0"), (dict(batch_size=0), "batch_size"),
     (dict(max_iter=1.5), "max_iter"),
 ])
 def test_bad_options(bad, match):

@@ -633,7 +633,7 @@ def test_sparsemap_options():
     with pytest.raises(ValueError, match="sparsemap_options must be a SparseMAPOptions"):
         structured_loss(structure, *pots, y=[0, 0, 0], loss="sparsemap",
                         sparsemap_options={"max_iter": 10})
-    with pytest.raises(ValueError, match="max_iter must be a positive integer"):
+    with pytest.raises(ValueError, match="max_iter must be an integer >= 1, got 0"):
         structured_loss(structure, *pots, y=[0, 0, 0], loss="sparsemap",
                         sparsemap_options=SparseMAPOptions(max_iter=0))
     # The default is the estimators' settings.

@@ -75,7 +75,7 @@ def test_branch_and_bound_budget(data):
     assert parser.decoding_counts_ == {**counts, "branch_and_bound": 0,
                                        "rounded": counts["branch_and_bound"]}
     assert all(is_tree(h) for h in exact + rounded)
-    with pytest.raises(ValueError, match="max_bb_nodes must be a non-negative integer"):
+    with pytest.raises(ValueError, match="max_bb_nodes must be an integer >= 0"):
         parser.set_params(max_bb_nodes=-1).predict(X)
     with pytest.raises(ValueError, match="max_bb_nodes"):
         small_parser(loss="hinge", parts=STANDARD, max_bb_nodes=1.5).fit(X, y)

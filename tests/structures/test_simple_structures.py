@@ -354,9 +354,9 @@ def test_budget_forbidden_items():
 
 @pytest.mark.parametrize("budget", [-1, 1.5, True, "2", None])
 def test_budget_bad_budget(budget):
-    with pytest.raises(ValueError, match="budget must be an int >= 0"):
+    with pytest.raises(ValueError, match="Budget's budget must be an integer >= 0"):
         Budget(budget).map([1.0, 2.0])
-    with pytest.raises(ValueError, match="budget must be an int >= 0"):
+    with pytest.raises(ValueError, match="Budget's budget must be an integer >= 0"):
         Budget(budget).marginals([1.0, 2.0])
 
 
