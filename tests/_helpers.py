@@ -116,6 +116,19 @@ def all_trees(n, projective, single_root):
     return trees
 
 
+def generic_sparsemap(structure, *potentials, **kwargs):
+    """``sparsemap`` through the generic Python active set (the compiled loop switched off)."""
+    import sksparse_struct.inference._sparsemap as sm
+    from sksparse_struct.inference import sparsemap
+
+    original = sm._compiled_oracle
+    sm._compiled_oracle = lambda *args: None
+    try:
+        return sparsemap(structure, *potentials, **kwargs)
+    finally:
+        sm._compiled_oracle = original
+
+
 def compiled_kind(structure, method="active_set", init=None):
     """The oracle kind SparseMAP's compiled loop would run for ``structure``, or None."""
     import sksparse_struct.inference._sparsemap as sm

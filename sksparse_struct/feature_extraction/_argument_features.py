@@ -32,7 +32,6 @@ the compatibility and second-order features.
 import math
 import re
 from collections import Counter
-from numbers import Integral
 from typing import NamedTuple
 
 import numpy as np
@@ -41,6 +40,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils._estimator import TagsMixin
+from ..utils._validation import check_integer
 from ._argument_analysis import (
     _ANNOTATIONS,
     _INDICATOR_SETS,
@@ -412,9 +412,7 @@ class ArgumentFeatures(TagsMixin, TransformerMixin, BaseEstimator):
 
     def _check_params(self):
         for name in ("n_dependency_tuples", "n_link_lemmas", "n_link_productions"):
-            value = getattr(self, name)
-            if not isinstance(value, Integral) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+            check_integer(getattr(self, name), name)
         for name, allowed in (("lemma_case", ("as_is", "lower")),
                               ("indicator_match", ("substring", "word")),
                               ("pmi_sides", ("both", "directional")),

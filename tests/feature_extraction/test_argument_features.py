@@ -582,7 +582,8 @@ def test_bad_documents_are_named(change, match):
 def test_bad_parameters_and_targets():
     doc = make_doc()
     for params, match in [({"lemma_case": "upper"}, "lemma_case"),
-                          ({"n_link_lemmas": -1}, "n_link_lemmas"),
+                          ({"n_link_lemmas": -1}, "n_link_lemmas must be an integer >= 0"),
+                          ({"n_dependency_tuples": 2.0}, "n_dependency_tuples must be an integer"),
                           ({"lexicon": {"x": "so"}}, "lexicon"),
                           ({"word_vectors": (["a"], np.ones((2, 3)))}, "one row per word")]:
         with pytest.raises(ValueError, match=match):

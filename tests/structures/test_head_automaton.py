@@ -36,7 +36,7 @@ from sksparse_struct.structures import (
 )
 from sksparse_struct.structures._base import ORACLE_HEAD_AUTOMATON, CompiledOracle, dot_masked
 from sksparse_struct.structures._head_automaton import _sibling_index
-from tests._helpers import all_trees, hull_qp
+from tests._helpers import all_trees, generic_sparsemap as _generic, hull_qp
 
 HA = HeadAutomaton()
 GPHA = GrandparentHeadAutomaton()
@@ -103,15 +103,6 @@ def _hull(structure, potentials, L, G):
             M.append(m)
             theta.append(t)
     return configs, np.array(M).reshape(len(configs), G + L), np.array(theta)
-
-
-def _generic(structure, *potentials, **kwargs):
-    original = sm._compiled_oracle
-    sm._compiled_oracle = lambda *args: None
-    try:
-        return sparsemap(structure, *potentials, **kwargs)
-    finally:
-        sm._compiled_oracle = original
 
 
 # -- the oracle ---------------------------------------------------------------------------

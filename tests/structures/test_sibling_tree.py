@@ -13,12 +13,11 @@ import pickle
 import numpy as np
 import pytest
 
-import sksparse_struct.inference._sparsemap as sm
 from sksparse_struct.inference import FactorGraph, ad3, sparsemap, sparsemap_backward
 from sksparse_struct.structures import DependencyTree, ProjectiveSiblingTree
 from sksparse_struct.structures._base import ORACLE_SIBLING_TREE, dot_masked
 from sksparse_struct.structures._sibling_tree import _part_index, sibling_part_slots
-from tests._helpers import all_trees, hull_qp
+from tests._helpers import all_trees, generic_sparsemap as _generic, hull_qp
 from tests.parsing import _second_order_reference as ref
 
 
@@ -114,15 +113,6 @@ def test_ties_are_deterministic():
         ref_heads, ref_value = ref.eisner_siblings(arc, _sibling_dict(sib, n), False)
         assert np.array_equal(heads, ref_heads)
         assert structure.score(heads, arc, sib) == ref_value
-
-
-def _generic(structure, *potentials, **kwargs):
-    original = sm._compiled_oracle
-    sm._compiled_oracle = lambda *args: None
-    try:
-        return sparsemap(structure, *potentials, **kwargs)
-    finally:
-        sm._compiled_oracle = original
 
 
 @pytest.mark.parametrize("kind", ["normal", "ties", "forbidden"])
