@@ -843,10 +843,7 @@ def active_set_head_automaton(eta_u, eta_v, L, G, max_iter, tol, dep_tol):
     # after an AD3 solve on a tree and head automata instead of 7.4 s for a
     # kernel of its own; 18 s instead of 13 s alone. The workspace crosses
     # into Python and back: about 30 us a call, not per iteration.
-    ws = active_set_workspace(_HEAD_AUTOMATON, L, eta_u.shape[0], eta_v.shape[0])
-    ws, k, n_iter, gap, converged, status = active_set_any(
-        eta_u, eta_v, L, G, np.bool_(False), max_iter, tol, dep_tol, _HEAD_AUTOMATON, ws, 0)
-    return ws[0], ws[1], ws[2], ws[3], ws[8], ws[5], ws[6], k, n_iter, gap, converged, status
+    return _solve_any(_HEAD_AUTOMATON, eta_u, eta_v, L, G, False, max_iter, tol, dep_tol)
 
 
 def active_set_sibling_tree(eta_u, eta_v, n, single_root, max_iter, tol, dep_tol):
@@ -856,10 +853,14 @@ def active_set_sibling_tree(eta_u, eta_v, n, single_root, max_iter, tol, dep_tol
     kernel AD3 compiles anyway, as for :func:`active_set_head_automaton`);
     returns as :func:`active_set_head_automaton`, ``H`` holding heads.
     """
-    ws = active_set_workspace(_SIBLING_TREE, n, eta_u.shape[0], eta_v.shape[0])
+    return _solve_any(_SIBLING_TREE, eta_u, eta_v, n, 0, single_root, max_iter, tol, dep_tol)
+
+
+def _solve_any(kind, eta_u, eta_v, n, K, single_root, max_iter, tol, dep_tol):
+    """One solve of :func:`active_set_any` from the MAP, its support and results returned."""
+    ws = active_set_workspace(kind, n, eta_u.shape[0], eta_v.shape[0])
     ws, k, n_iter, gap, converged, status = active_set_any(
-        eta_u, eta_v, n, 0, np.bool_(single_root), max_iter, tol, dep_tol, _SIBLING_TREE, ws,
-        0)
+        eta_u, eta_v, n, K, np.bool_(single_root), max_iter, tol, dep_tol, kind, ws, 0)
     return ws[0], ws[1], ws[2], ws[3], ws[8], ws[5], ws[6], k, n_iter, gap, converged, status
 
 

@@ -283,8 +283,6 @@ def build_graph(n, candidates, *, siblings=True, grandparents=True, projective=F
     # grandparent parts).
     head_automaton, grand_automaton = _AUTOMATA
     parts = [shape_parts(G, L) for G, L in shapes.tolist()]
-    if not parts:
-        return SecondOrderGraph(n, candidates, fg, sib_rows, sib_slots, gp_rows, gp_slots)
     n_root = 1 if grandparents and shapes.shape[0] and shapes[0, 0] == 0 else 0
     if n_root:
         size = parts[0].eta_u.shape[0]

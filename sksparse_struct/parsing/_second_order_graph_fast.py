@@ -69,6 +69,26 @@ def _has_automaton(h, right, has_inc, L, siblings):
     return siblings or (has_inc and L > 0)
 
 
+@njit(inline="always")
+def _sibling_pairs(h, tokens, L, right, n, rows, slots, si, off, offset, in_tree):
+    """The sibling parts of a head side from row ``si``: the pairs ``j < k`` of START
+    (``tokens[0] = h``), its ``L`` candidate modifiers and STOP, row-major. Their slots:
+    the tree factor's (``in_tree``, offsets ``off``) or ``offset`` plus their rank, the
+    automaton's layout."""
+    tokens[L + 1] = n + 1 if right else -1
+    at = 0
+    for j in range(L + 2):
+        for k in range(j + 1, L + 2):
+            rows[si + at, 0] = h
+            rows[si + at, 1] = tokens[j]
+            rows[si + at, 2] = tokens[k]
+            if in_tree:
+                slots[si + at] = sibling_slot(off, n, h, tokens[j], tokens[k])
+            else:
+                slots[si + at] = offset + at
+            at += 1
+
+
 @njit
 def graph_layout(candidates, siblings, grandparents, tree_siblings=False):
     """The automata of a second-order graph, in the order ``build_graph`` adds them.
@@ -132,17 +152,10 @@ def graph_layout(candidates, siblings, grandparents, tree_siblings=False):
                 for side in range(2 if h >= 1 else 1):
                     right = side == 0
                     L = _side(candidates, h, n, right, tokens)
-                    tokens[L + 1] = n + 1 if right else -1
                     if fill:
-                        for j in range(L + 2):
-                            for k in range(j + 1, L + 2):
-                                sib_rows[si, 0] = h
-                                sib_rows[si, 1] = tokens[j]
-                                sib_rows[si, 2] = tokens[k]
-                                sib_slots[si] = sibling_slot(off, n, h, tokens[j], tokens[k])
-                                si += 1
-                    else:
-                        si += (L + 1) * (L + 2) // 2
+                        _sibling_pairs(h, tokens, L, right, n, sib_rows, sib_slots, si, off, 0,
+                                       True)
+                    si += (L + 1) * (L + 2) // 2
         for h in range(n + 1):
             has_inc = h >= 1 and grandparents
             G = _incoming(candidates, h, n, has_inc, incoming)
@@ -162,17 +175,8 @@ def graph_layout(candidates, siblings, grandparents, tree_siblings=False):
                     for t in range(L):
                         variables[v + G + t] = _arc_variable(h, tokens[t + 1], n)
                     if auto_siblings:
-                        tokens[L + 1] = n + 1 if right else -1
-                        # Pairs (j, k), j < k, of START, the modifiers, STOP:
-                        # row-major.
-                        at = 0
-                        for j in range(L + 2):
-                            for k in range(j + 1, L + 2):
-                                sib_rows[si + at, 0] = h
-                                sib_rows[si + at, 1] = tokens[j]
-                                sib_rows[si + at, 2] = tokens[k]
-                                sib_slots[si + at] = offset + at
-                                at += 1
+                        _sibling_pairs(h, tokens, L, right, n, sib_rows, sib_slots, si, off,
+                                       offset, False)
                     for t in range(G):
                         for p in range(L):
                             r = gi + t * L + p

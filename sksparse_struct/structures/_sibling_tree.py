@@ -5,8 +5,13 @@ import numpy as np
 from ..utils._validation import as_part_vector, as_real_array
 from ._base import ORACLE_SIBLING_TREE, CompiledOracle, Parts, Structure
 from ._projective import no_projective_tree_error
-from ._sibling_tree_fast import n_sibling_parts, sibling_offsets, sibling_tree_parts
-from ._sibling_tree_fast import tree_indicators as _tree_indicators
+from ._sibling_tree_fast import (
+    n_sibling_parts,
+    sibling_offsets,
+    sibling_slots,
+    sibling_tree_parts,
+    tree_indicators,
+)
 from ._tree import _check_arc_scores, arc_index, check_heads
 
 __all__ = ["ProjectiveSiblingTree", "sibling_part_slots"]
@@ -68,21 +73,13 @@ def sibling_part_slots(rows, n):
     -------
     slots : ndarray of shape (k,), int64
     """
-    rows = np.asarray(rows, dtype=np.int64).reshape(-1, 3)
-    h, m, s = rows[:, 0], rows[:, 1], rows[:, 2]
-    off = np.empty((n + 1, 2), dtype=np.int64)
-    sibling_offsets(n, off)
-    right = s > h
-    L = np.where(right, n - h, h - 1)
-    j = np.abs(m - h)
-    k = np.where(right, np.where(s == n + 1, L + 1, s - h), np.where(s == -1, L + 1, h - s))
-    valid = ((h >= 0) & (h <= n) & (s != h) & (s != 0) & (k >= 1) & (k <= L + 1) & (j < k)
-             & (np.where(right, m >= h, (m <= h) & (h >= 1))))
-    if not valid.all():
-        bad = tuple(int(x) for x in rows[np.flatnonzero(~valid)[0]])
-        raise ValueError(f"{bad} is no sibling part (h, m, s) of a sentence of {n} words.")
-    base = off[np.clip(h, 0, n), np.where(right, 0, 1)]
-    return base + j * (2 * L + 3 - j) // 2 + k - j - 1
+    rows = np.ascontiguousarray(np.asarray(rows, dtype=np.int64).reshape(-1, 3))
+    slots = np.empty(rows.shape[0], dtype=np.int64)
+    bad = sibling_slots(rows, int(n), slots)
+    if bad >= 0:
+        part = tuple(int(x) for x in rows[bad])
+        raise ValueError(f"{part} is no sibling part (h, m, s) of a sentence of {n} words.")
+    return slots
 
 
 class ProjectiveSiblingTree(Structure):
@@ -228,7 +225,7 @@ class ProjectiveSiblingTree(Structure):
         sibling_offsets(n, off)
         m = np.empty(n * n)
         nv = np.empty(n_sibling_parts(n))
-        _tree_indicators(heads, n, off, m, nv)
+        tree_indicators(heads, n, off, m, nv)
         return m, nv
 
     def decode(self, u, v, parts):

@@ -18,8 +18,8 @@ import numpy as np
 from ..utils._numba import njit
 from ._head_automaton_fast import sibling_index
 
-__all__ = ["arc_slot", "n_sibling_parts", "sibling_offsets", "sibling_slot",
-           "sibling_tree_parts"]
+__all__ = ["arc_slot", "n_sibling_parts", "sibling_offsets", "sibling_slot", "sibling_slots",
+           "sibling_tree_parts", "tree_indicators"]
 
 
 @njit(inline="always")
@@ -79,11 +79,24 @@ def sibling_slot(off, n, h, m, s):
             return -1
         j = 0 if m == h else m - h
         return _right(off, n, h, j, s - h)
-    if h == 0 or s < -1 or (m != h and not s < m < h):
+    if h == 0 or s < -1 or s == 0 or (m != h and not s < m < h):
         return -1
     j = 0 if m == h else h - m
     k = h if s == -1 else h - s
     return _left(off, n, h, j, k)
+
+
+@njit
+def sibling_slots(rows, n, out):
+    """:func:`sibling_slot` of every row ``(h, m, s)`` into ``out``; the first row that is
+    no part, or -1."""
+    off = np.empty((n + 1, 2), dtype=np.int64)
+    sibling_offsets(n, off)
+    for i in range(rows.shape[0]):
+        out[i] = sibling_slot(off, n, rows[i, 0], rows[i, 1], rows[i, 2])
+        if out[i] < 0:
+            return i
+    return -1
 
 
 @njit(inline="always")
