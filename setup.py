@@ -38,7 +38,7 @@ setup(
         "examples": ["matplotlib"],
         "dask": ["dask[distributed]"],
     },
-    entry_points={},
+    entry_points={"console_scripts": ["sksparse-struct = sksparse_struct._cli:main"]},
     classifiers=[
         "Programming Language :: Python :: 3",
         "Intended Audience :: Science/Research",

@@ -23,7 +23,9 @@ tagging
     ``LinearChainCRF``: sequence taggers trained with CRF, structured SVM,
     perceptron and SparseMAP losses; ``EasyFirstTagger``: easy-first
     tagging trained by guided learning; ``NeuralEasyFirstTagger``: BiLSTM
-    taggers with easy-first sketch steps and constrained attention.
+    taggers with easy-first sketch steps and constrained attention;
+    ``ColumnTagger``: predicted UPOS / XPOS (or other) tags as token
+    columns, jackknifed in training, to parse text without gold tags.
 argument_mining
     ``StructuredSVMArgumentMiner``: joint proposition types and support
     links of documents, a structured SVM over factor graphs;
@@ -31,17 +33,23 @@ argument_mining
 parsing
     ``SparseMAPParser``: first-order dependency parsers trained with
     SparseMAP, CRF, structured SVM and perceptron losses.
+
+``save_model`` and ``load_model`` keep a fitted model in a file with a
+record of what it is, which the ``sksparse-struct`` command (``train``,
+``predict``, ``evaluate``, ``info``) writes and reads.
 """
 
 from . import datasets, feature_extraction, losses, mappings, metrics
+from ._model_io import load_model, save_model
 from ._version import __version__
 from .argument_mining import SparseMAPArgumentMiner, StructuredSVMArgumentMiner
 from .linear_model import FenchelYoungClassifier
 from .parsing import SparseMAPParser
-from .tagging import EasyFirstTagger, LinearChainCRF, NeuralEasyFirstTagger
+from .tagging import ColumnTagger, EasyFirstTagger, LinearChainCRF, NeuralEasyFirstTagger
 
 __all__ = [
     "__version__",
+    "ColumnTagger",
     "EasyFirstTagger",
     "FenchelYoungClassifier",
     "LinearChainCRF",
@@ -49,4 +57,6 @@ __all__ = [
     "SparseMAPArgumentMiner",
     "SparseMAPParser",
     "StructuredSVMArgumentMiner",
+    "load_model",
+    "save_model",
 ]

@@ -1,6 +1,9 @@
-"""``python -m sksparse_struct``: the quickstart (see ``_quickstart.py``)."""
+"""``python -m sksparse_struct``: the ``sksparse-struct`` command (see ``_cli.py``).
 
-from ._quickstart import main
+Without a command it runs the quickstart (``_quickstart.py``).
+"""
+
+from ._cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -172,8 +172,14 @@ def test_bad_arguments(capsys, argv, message):
 
 
 def test_python_dash_m_entry_point():
-    # __main__.py is wired to main(); --help exits before any training.
+    # __main__.py is wired to the command line; --help lists its commands, and
+    # the quickstart's options (no command) still reach the quickstart.
     done = subprocess.run([sys.executable, "-m", "sksparse_struct", "--help"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: sksparse-struct")
+    assert "quickstart" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "sksparse_struct", "--no-crf", "--help"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: python -m sksparse_struct")
