@@ -83,6 +83,7 @@ def _small_problem(seed):
                            {"max_iter": 3000, "tol": 1e-8})
 
 
+@pytest.mark.slow  # ~10 s; the cache's decodings are also checked in test_reported_objective
 def test_the_cache_reaches_the_same_optimum():
     # Exact LP solves on small documents: the decoder is exact for the LP
     # relaxation, so the gaps certify the distances to the one optimum.

@@ -125,7 +125,9 @@ def is_projective(heads):
 
 
 @pytest.mark.parametrize("projective", [False, True])
-@pytest.mark.parametrize("loss", LOSSES)
+# margin_sparsemap is sparsemap's kernel with the costs added (~10 s each): with --runslow.
+@pytest.mark.parametrize("loss", [pytest.param(loss, marks=pytest.mark.slow)
+                                  if loss == "margin_sparsemap" else loss for loss in LOSSES])
 def test_every_loss_recovers_the_planted_trees(loss, projective):
     X, y = treebank(400, projective, 0)
     Xt, yt = treebank(200, projective, 1)

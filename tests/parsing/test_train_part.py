@@ -73,10 +73,13 @@ def _train_part(kind, projective, treebank, n_labels, w, min_gradient=0.0, seed=
     return losses.sum() + label_losses.sum(), gradient.values[:, 0].copy(), touched
 
 
-@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("kind", [pytest.param(kind, marks=pytest.mark.slow)
+                                  if kind == "margin_sparsemap" else kind for kind in KINDS])
 @pytest.mark.parametrize("projective", [False, True])
 @pytest.mark.parametrize("n_labels", [0, 3])
 def test_feature_gradient_matches_directional_finite_differences(kind, projective, n_labels):
+    # margin_sparsemap (sparsemap's kernel with the costs added, ~10 s a case) runs with
+    # --runslow; its gradient against brute force is in tests/losses/test_tree_kernel.py.
     # The whole chain: hashed features -> arc scores -> loss -> gradient
     # pushed back through the features (with hash collisions: 2**10 weights).
     treebank, _ = _encoded_problem(4, 2**10, n_labels)

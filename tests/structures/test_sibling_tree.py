@@ -55,7 +55,8 @@ def _reference_scores(n, arc, sib, single_root):
 
 
 @pytest.mark.parametrize("single_root", [False, True])
-@pytest.mark.parametrize("mask", [0.0, 0.05])
+# The masked scores (forbidden parts) take ~5 s a case: with --runslow.
+@pytest.mark.parametrize("mask", [0.0, pytest.param(0.05, marks=pytest.mark.slow)])
 def test_oracle_matches_enumeration_and_the_reference_dp(single_root, mask):
     rng = np.random.default_rng(int(single_root) * 10 + int(mask * 100))
     structure = ProjectiveSiblingTree(single_root=single_root)
