@@ -10,19 +10,17 @@ essays' attributes. The feature modules (``_argument_features.py``,
 vectors.
 """
 
-import re
 from numbers import Integral
 
 import numpy as np
 
+from ..utils._tokenize import tokenize
 from ._ptb import read_constituents
 
 _MODALS = frozenset(["can", "could", "may", "might", "must", "shall", "should", "will",
                      "would"])
 _FIRST_PERSON = frozenset(["I", "me", "my", "mine", "myself"])
 
-_TOKEN = re.compile(r"\w+(?:['\u2019.\-]\w+)*|[^\w\s]")
-_SENTENCE_END = frozenset([".", "!", "?"])
 # Function words left out of the "nouns" of text-only documents.
 _STOPWORD_LIST = """
 a about above after again against all also am an and any are as at be because been
@@ -518,19 +516,9 @@ def _essay_attributes(out, paragraphs, begins, tok_ends, sent_first, sentences):
 def _tokenize(text):
     """Words, their start offsets and sentence boundaries of a text without annotations.
 
-    A sentence ends after ``.``, ``!`` or ``?`` (and any more of them) and at
-    a line break.
+    The ``"simple"`` rules of the shared tokenizer: a sentence ends after
+    ``.``, ``!`` or ``?`` (and any more of them) and at a line break.
     """
-    words, begins, sent_first = [], [], [0]
-    end = 0
-    for m in _TOKEN.finditer(text):
-        if sent_first[-1] < len(words) and (
-                (words[-1] in _SENTENCE_END and m.group() not in _SENTENCE_END)
-                or "\n" in text[end:m.start()]):
-            sent_first.append(len(words))
-        words.append(m.group())
-        begins.append(m.start())
-        end = m.end()
-    if len(words) > sent_first[-1]:
-        sent_first.append(len(words))
-    return words, np.array(begins, dtype=np.int64), np.array(sent_first, dtype=np.int64)
+    tokens = tokenize(text, style="simple")
+    words = [text[a:b] for a, b in zip(tokens.starts.tolist(), tokens.ends.tolist())]
+    return words, tokens.starts, tokens.sentence_starts
