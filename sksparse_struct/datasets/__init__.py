@@ -4,6 +4,9 @@
   :func:`write_conllu`; lazily, for corpora of any size, :func:`iter_conll`
   and :func:`iter_conllu`; :func:`predict_file` tags or parses a file of any
   size into another, in parallel.
+- Plain text: :func:`tokenize_text` splits English text into sentences of
+  words by a few documented rules, :func:`read_text` reads a text file as
+  sentences of token dicts; ``predict_file`` tags or parses text files too.
 - Argument mining: :func:`read_cdcp` (the CDCP corpus's folders) and
   :func:`read_brat` (brat standoff, e.g. the persuasive essays) return
   ``(X, y)``: a document dict per text (``"id"``, ``"text"``,
@@ -24,7 +27,9 @@ from ._cdcp import read_cdcp
 from ._conll import iter_conll, read_conll
 from ._predict_file import predict_file
 from ._samples import load_cdcp_sample, load_ewt_sample
+from ._text import read_text, tokenize_text
 from ._treebank import iter_conllu, read_conllu, write_conllu
 
 __all__ = ["iter_conll", "iter_conllu", "load_cdcp_sample", "load_ewt_sample", "predict_file",
-           "read_brat", "read_cdcp", "read_conll", "read_conllu", "write_conllu"]
+           "read_brat", "read_cdcp", "read_conll", "read_conllu", "read_text", "tokenize_text",
+           "write_conllu"]

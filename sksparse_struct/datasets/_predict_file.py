@@ -13,6 +13,7 @@ import collections
 import numbers
 import os
 import pickle
+import re
 import sys
 import time
 import uuid
@@ -20,6 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
+from sklearn.pipeline import Pipeline
 
 from ..utils._validation import check_integer
 from ._conll import (
@@ -30,14 +32,21 @@ from ._conll import (
     _parse_columns,
     _split_ascii,
 )
-from ._conllu import _UPOS_SET, parse_treebank
+from ._conllu import _UPOS_SET, feats_error, parse_treebank
 from ._stream import BLANK_LINES, TextSink, TextSource, sentence_pieces, source_name
+from ._text import conllu_block, text_sentences, text_tokens
 
 __all__ = ["predict_file"]
 
 # The CoNLL-U column each label goes to, by 0-based index.
 _CONLLU_COLUMN = {"lemma": 2, "upos": 3, "xpos": 4, "head": 6}
-_COLUMN_NAMES = {2: "LEMMA", 3: "UPOS", 4: "XPOS", 6: "HEAD", 7: "DEPREL"}
+_COLUMN_NAMES = {2: "LEMMA", 3: "UPOS", 4: "XPOS", 5: "FEATS", 6: "HEAD", 7: "DEPREL"}
+# The token fields that the steps of a pipeline before its parser may set
+# (e.g. a tagger's UPOS), and their columns.
+_TAG_FIELDS = (("lemma", 2), ("upos", 3), ("xpos", 4), ("feats", 5))
+# Plain text is cut into pieces at line breaks (each ends a sentence), a
+# run of blank lines going with the line before.
+_LINE_BREAKS = re.compile(r"\n(?:[ \t\r\f\v]*\n)*")
 # The token-dict keys of read_conll's CoNLL-U tokens and their fields.
 _CONLLU_FIELD = {"word": "form", "lemma": "lemma", "upos": "upos", "xpos": "xpos",
                  "feats": "feats"}
@@ -49,8 +58,8 @@ class _Task(NamedTuple):
     """What a worker needs to know, besides the estimator and the text."""
 
     source: str  # the input's name, for error messages
-    format: str  # "conll" or "conllu"
-    columns: tuple  # column files: the columns; CoNLL-U taggers: the token keys
+    format: str  # "conll", "conllu" or "text"
+    columns: tuple  # column files: the columns; CoNLL-U and text taggers: the token keys
     label: str  # the column written
     deprel: bool  # a parser: also write its relation labels
     encoding: str
@@ -76,6 +85,8 @@ def _value_problem(value, column, task):
                 "LEMMA and MISC")
     elif column == 3 and value not in _UPOS_SET and value != "_":
         return f"{value!r} is not one of the 17 universal POS tags"
+    elif column == 5 and (problem := feats_error(value)) is not None:
+        return problem
     return None
 
 
@@ -85,8 +96,8 @@ def _checked(value, column, where, task, good):
         return value
     problem = _value_problem(value, column, task)
     if problem is not None:
-        name = _COLUMN_NAMES.get(column, repr(task.label)) if task.format == "conllu" \
-            else repr(task.label)
+        name = repr(task.label) if task.format == "conll" \
+            else _COLUMN_NAMES.get(column, repr(task.label))
         raise ValueError(f"{task.source}, {where}: the estimator predicted a {name} "
                          f"that cannot be written: {problem}.")
     good.add(value)
@@ -106,30 +117,81 @@ def _check_lengths(predicted, X, what, task, first_lines):
                              f"returned {n} {what}s for a sentence of {len(tokens)} words.")
 
 
+def _tag_steps(estimator):
+    """``(steps, parser)`` of a pipeline with steps before its parser, else ``None``."""
+    if isinstance(estimator, Pipeline) and len(estimator.steps) > 1:
+        return estimator[:-1], estimator.steps[-1][1]
+    return None
+
+
+def _tag_columns(tokens, transformed):
+    """The token fields that the steps before a parser changed, by column.
+
+    ``{column: values of all the words}`` for each of LEMMA, UPOS, XPOS and
+    FEATS that a transformed token sets to another value than the input's
+    (FEATS as a dict or as written); empty unless ``transformed`` are
+    sentences of token dicts aligned with ``tokens``.
+    """
+    if not isinstance(transformed, (list, tuple)) or len(transformed) != len(tokens):
+        return {}
+    for sentence, words in zip(transformed, tokens):
+        if not hasattr(sentence, "__len__") or len(sentence) != len(words) or not all(
+                isinstance(token, dict) for token in sentence):
+            return {}
+    columns = {}
+    for field, column in _TAG_FIELDS:
+        values = [token.get(field, word[field]) for sentence, words in zip(transformed, tokens)
+                  for token, word in zip(sentence, words)]
+        if field == "feats":
+            values = [_feats_text(v) if isinstance(v, dict) else v for v in values]
+        given = (word[field] for words in tokens for word in words)
+        if any(v != w for v, w in zip(values, given)):
+            columns[column] = values
+    return columns
+
+
+def _feats_text(feats):
+    return "|".join(f"{name}={value}" for name, value in feats.items()) or "_"
+
+
+def _predictions(estimator, tokens, task, first_lines):
+    """``{column: values}`` of the words of ``tokens`` (token dicts of read_conllu)."""
+    if task.label != "head":
+        X = [[{key: token[_CONLLU_FIELD[key]] for key in task.columns} for token in sentence]
+             for sentence in tokens]
+        predicted = estimator.predict(X)
+        _check_lengths(predicted, X, "label", task, first_lines)
+        return {_CONLLU_COLUMN[task.label]: [value for sentence in predicted
+                                             for value in sentence]}
+    columns = {}
+    split = _tag_steps(estimator)
+    if split is not None:
+        # The pipeline's predict, transforming once: the tags its steps set
+        # are written too.
+        steps, estimator = split
+        transformed = steps.transform(tokens)
+        columns = _tag_columns(tokens, transformed)
+        tokens = transformed
+    if task.deprel:
+        heads, deprels = estimator.predict(tokens, return_deprel=True)
+        _check_lengths(deprels, tokens, "relation", task, first_lines)
+    else:
+        heads, deprels = estimator.predict(tokens), None
+    _check_lengths(heads, tokens, "head", task, first_lines)
+    columns[6] = [str(int(h)) for sentence in heads for h in sentence]
+    columns[7] = ([d for sentence in deprels for d in sentence] if deprels is not None
+                  else ["_"] * len(columns[6]))
+    return columns
+
+
 def _predict_conllu(estimator, piece, first_line, task):
     tokens, _, _, _, _, _, first_lines = parse_treebank(piece, task.source, first_line,
                                                         heads_required=False)
     if not tokens:
         return piece, 0, 0
-    if task.label == "head":
-        if task.deprel:
-            heads, deprels = estimator.predict(tokens, return_deprel=True)
-            _check_lengths(deprels, tokens, "relation", task, first_lines)
-        else:
-            heads, deprels = estimator.predict(tokens), None
-        _check_lengths(heads, tokens, "head", task, first_lines)
-        values = [str(int(h)) for sentence in heads for h in sentence]
-        relations = ([d for sentence in deprels for d in sentence] if deprels is not None
-                     else ["_"] * len(values))
-    else:
-        X = [[{key: token[_CONLLU_FIELD[key]] for key in task.columns} for token in sentence]
-             for sentence in tokens]
-        predicted = estimator.predict(X)
-        _check_lengths(predicted, X, "label", task, first_lines)
-        values = [value for sentence in predicted for value in sentence]
-    column = _CONLLU_COLUMN[task.label]
+    columns = _predictions(estimator, tokens, task, first_lines)
     lines = piece.split("\n")
-    good, k = set(), 0
+    good, k = {column: set() for column in columns}, 0
     for i, line in enumerate(lines):
         if not line or line[0] == "#" or not line.rstrip("\r"):
             continue
@@ -138,12 +200,41 @@ def _predict_conllu(estimator, piece, first_line, task):
             continue  # a multiword token or an empty node: copied as it is
         cols = line.split("\t")
         where = f"line {first_line + i}"
-        cols[column] = _checked(values[k], column, where, task, good)
-        if task.label == "head":
-            cols[7] = _checked(relations[k], 7, where, task, good)
+        for column, values in columns.items():
+            cols[column] = _checked(values[k], column, where, task, good[column])
         lines[i] = "\t".join(cols)
         k += 1
     return "\n".join(lines), len(tokens), k
+
+
+def _predict_text(estimator, piece, first_line, task, newlines_before):
+    """A piece of plain text as CoNLL-U blocks, one per sentence, without ``# sent_id``."""
+    if "\x00" in piece:
+        line = first_line + piece.count("\n", 0, piece.index("\x00"))
+        raise ValueError(f"{task.source}, line {line}: a NUL character: this is not "
+                         f"{task.encoding} text (a binary file, or text in another encoding "
+                         "such as UTF-16: pass encoding=).")
+    sentences = text_sentences(piece, newlines_before)
+    if not sentences:
+        return [], 0, 0
+    first_lines, line, at = [], first_line, 0
+    for sentence in sentences:
+        line += piece.count("\n", at, sentence.start)
+        at = sentence.start
+        first_lines.append(line)
+    tokens = [text_tokens(sentence) for sentence in sentences]
+    columns = _predictions(estimator, tokens, task, first_lines)
+    good = {column: set() for column in columns}
+    blocks, k = [], 0
+    for sentence, line in zip(sentences, first_lines):
+        n = len(sentence.forms)
+        values = {column: [_checked(value, column, f"line {line}, word {j + 1} of its sentence",
+                                    task, good[column])
+                           for j, value in enumerate(all_values[k:k + n])]
+                  for column, all_values in columns.items()}
+        blocks.append(conllu_block(sentence, values))
+        k += n
+    return blocks, len(sentences), k
 
 
 def _predict_columns(estimator, piece, first_line, task):
@@ -212,14 +303,20 @@ def _unpickled(estimator):
     return found
 
 
-def _predict_piece(estimator, piece, first_line, task):
+def _predict_piece(estimator, piece, first_line, task, newlines_before=2):
     """A chunk of the input with the predictions written in; run by the workers.
 
-    Returns ``(text, n_sentences, n_words)``.
+    Returns ``(text, n_sentences, n_words)``; for plain text, ``text`` is the
+    list of the sentences' CoNLL-U blocks, which lack their ``# sent_id``
+    (numbered by the writer, which sees the sentences of every chunk).
+    ``newlines_before``: plain text, the line breaks between the last word
+    before the piece and its start.
     """
     estimator = _unpickled(estimator)
     if task.format == "conllu":
         return _predict_conllu(estimator, piece, first_line, task)
+    if task.format == "text":
+        return _predict_text(estimator, piece, first_line, task, newlines_before)
     return _predict_columns(estimator, piece, first_line, task)
 
 
@@ -233,16 +330,22 @@ def _check_options(estimator, label, columns, format, chunk_size, n_jobs, verbos
         raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}.")
     if not isinstance(verbose, bool):  # verbose=True is verbose=1
         check_integer(verbose, "verbose", minimum=0)
-    if format not in ("auto", "conll", "conllu"):
-        raise ValueError(f"format must be 'auto', 'conll' or 'conllu'; got {format!r}.")
-    if format == "auto":
-        is_conllu = source_name(input_path).lower().endswith((".conllu", ".conllu.gz"))
-        format = "conllu" if is_conllu else "conll"
+    if format not in ("auto", "conll", "conllu", "text"):
+        raise ValueError(f"format must be 'auto', 'conll', 'conllu' or 'text'; got {format!r}.")
     if not isinstance(label, str) or not label:
         raise ValueError(f"label must name the column the predictions go to; got {label!r}.")
+    if format == "auto":
+        name = source_name(input_path).lower()
+        # Column files are often named .txt too (CoNLL-2000): a .txt file is
+        # plain text for a model whose predictions go to a CoNLL-U column.
+        format = ("conllu" if name.endswith((".conllu", ".conllu.gz"))
+                  else "text" if name.endswith((".txt", ".txt.gz")) and label in _CONLLU_COLUMN
+                  else "conll")
     default_columns = columns == ("word", "pos", "chunk")
     if format == "conll":
         return format, _check_columns(columns, None)
+    if format == "text":
+        return format, _text_columns(estimator, label, columns, default_columns)
     if label == "head":
         if not default_columns:
             raise ValueError("columns does not apply to label='head': a parser gets the "
@@ -253,6 +356,35 @@ def _check_options(estimator, label, columns, format, chunk_size, n_jobs, verbos
                          f"'head' (a parser) for a CoNLL-U file; got {label!r}.")
     columns = _conllu_columns(columns, label, default_columns)
     return format, tuple(c for c in columns if c != label)
+
+
+def _text_columns(estimator, label, columns, default_columns):
+    """The token keys a tagger gets from plain text: only the words it gives."""
+    if label == "head":
+        if not default_columns:
+            raise ValueError("columns does not apply to label='head': a parser gets the "
+                             "words of the text as the tokens of read_conllu.")
+        final = estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
+        fields = getattr(final, "token_fields_", None) or ()
+        needed = [f for f in fields if f != "feats"]  # FEATS "_" is a value for a parser
+        if needed and _tag_steps(estimator) is None:
+            raise ValueError(
+                f"format='text': the parser was trained on words with {', '.join(needed)}, "
+                "which plain text does not give; put a tagger of those columns before it "
+                "(a Pipeline whose steps set them, e.g. ColumnTagger) or parse a CoNLL-U "
+                "file that has them.")
+        return ()
+    if default_columns and label in ("upos", "xpos", "lemma"):
+        return ("word",)
+    given = columns if isinstance(columns, (tuple, list)) else ()
+    if label not in ("upos", "xpos", "lemma") or set(given) - {"word", label} or \
+            "word" not in given:
+        raise ValueError(
+            f"format='text': plain text gives only the words, and its predictions are "
+            f"written as CoNLL-U: a tagger must predict 'upos', 'xpos' or 'lemma' from the "
+            f"words alone (columns=('word', label)); got label={label!r}, "
+            f"columns={columns!r}. Tag a file that has the columns it reads instead.")
+    return ("word",)
 
 
 def _has_relations(estimator):
@@ -398,7 +530,8 @@ def predict_file(estimator, input_path, output_path, *, label="chunk",
         raise ValueError(f"output_path is the input file {text.source}; write elsewhere.")
     task = _Task(text.source, format, columns, label,
                  label == "head" and _has_relations(estimator), encoding)
-    pieces = sentence_pieces(text.fragments(), BLANK_LINES[format], n_sentences=chunk_size)
+    pieces = sentence_pieces(text.fragments(), _LINE_BREAKS if format == "text"
+                             else BLANK_LINES[format], n_sentences=chunk_size)
     # At most 2 chunks per worker are read ahead of the one written, and
     # they are written in order as they come.
     parallel = Parallel(n_jobs=n_jobs, return_as="generator", pre_dispatch="2 * n_jobs",
@@ -409,21 +542,33 @@ def predict_file(estimator, input_path, output_path, *, label="chunk",
     fractions = collections.deque()
 
     def tasks():
+        newlines = 2  # line breaks since the last word: the file starts a paragraph
         for piece, line in pieces:
             fractions.append(text.fraction_read())
-            yield delayed(_predict_piece)(shipped, piece, line, task)
+            if format != "text":
+                yield delayed(_predict_piece)(shipped, piece, line, task)
+                continue
+            yield delayed(_predict_piece)(shipped, piece, line, task, newlines)
+            content = piece.rstrip()
+            newlines = piece.count("\n", len(content)) + (newlines if not content else 0)
 
     start = time.perf_counter()
     n_sentences = n_words = 0
     try:
         with TextSink(output_path, encoding) as output:
             for k, (chunk, n_chunk_sentences, n_chunk_words) in enumerate(parallel(tasks()), 1):
+                if format == "text":  # the sentences are numbered through the file
+                    chunk = "".join(f"# sent_id = {n_sentences + i}\n{block}"
+                                    for i, block in enumerate(chunk, 1))
                 output.write(chunk)
                 n_sentences += n_chunk_sentences
                 n_words += n_chunk_words
                 fraction = fractions.popleft()
                 if verbose and k % verbose == 0:
                     _progress(n_sentences, n_words, start, fraction)
+            if format == "text" and not n_words:
+                raise ValueError(f"{text.source}: no text to tag or parse (the file is empty "
+                                 "or holds only whitespace).")
     finally:
         # A thread backend unpickled the estimator in this process.
         if isinstance(shipped, _Pickled):

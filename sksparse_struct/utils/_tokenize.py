@@ -16,7 +16,8 @@ One tokenizer, two sets of rules (``style``):
   ``.`` or ``-`` between two of them ("don't", "U.S", "self-made"), any
   other non-space character is a token of its own.
 
-Sentences end, in both styles, at a line break and after a token made of
+Sentences end, in both styles, at a line break (``"\\n"``; with ``"ud"``
+also the other line ends of :meth:`str.splitlines`) and after a token made of
 ``.``, ``!`` and ``?`` (and, with ``"ud"``, ``…``) when the next token is
 not one of them. With ``"ud"``: a closing quote or bracket written right
 after the end mark stays with the sentence; an ellipsis before a lower-case
@@ -71,6 +72,9 @@ _DOMAINS = (
     "com|org|net|edu|gov|mil|info|biz|uk|"
     "doc|docx|xls|xlsx|ppt|pptx|pdf|txt|rtf|csv|htm|html|xml|jpg|jpeg|gif|png|zip|exe|url"
 )
+# Whitespace within a line: the tokens never look past a line break, so
+# that each line can be tokenized apart.
+_SPACE = r"[^\S\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]"
 _UD_TOKEN = re.compile(
     r"""
     (?P<url>(?:(?:https?|ftp)://|www\.|mailto:)[^\s<>"]*[^\s<>".,;:!?'()\[\]{}\u2019\u201d]
@@ -79,10 +83,11 @@ _UD_TOKEN = re.compile(
       | \w{2,}(?:\.[a-z]\w+)+(?![\w@-]|\.\w))
     | (?P<emoticon>(?<![\w:;=])(?:[:;=][-o^']?[()\[\]DPpOo3/\\|*]|\(:|\^_\^|<3)(?![\w)(]))
     | (?P<number>\d+(?:[.,:/-]\d+)+)
-    | (?P<title>(?<![\w.])(?:(?:""" + "|".join(_TITLES) + r""")\.(?!\w)|(?:No|Nos|no)\.(?=\s*\d)))
+    | (?P<title>(?<![\w.])(?:(?:""" + "|".join(_TITLES) + r""")\.(?!\w)
+                          |(?:No|Nos|no)\.(?=""" + _SPACE + r"""*\d)))
     | (?P<ending>(?<![\w.])(?:""" + "|".join(_ENDING) + r""")\.(?!\w))
     | (?P<acronym>(?<![\w.])(?:[A-Za-z]\.){2,}(?![\w])|(?<![\w.])[A-Za-z](?:\.[A-Za-z])+(?!\w))
-    | (?P<initial>(?<![\w.])[A-Z]\.(?=\s+[A-Z]))
+    | (?P<initial>(?<![\w.])[A-Z]\.(?=""" + _SPACE + r"""+[A-Z]))
     | (?P<prefixed>(?<![\w.])(?i:""" + "|".join(_PREFIXES) + r""")-[^\W_]+)
     | (?P<slashed>(?<![\w/])(?i:b/c|w/o|w/)(?!/))
     | (?P<word>\w+(?:['\u2019`]\w+)*)
@@ -98,6 +103,9 @@ _FINAL_CHARS = frozenset(".!?\u2026")
 # Closing quotes and brackets that stay with the sentence they follow when
 # written right after its end mark.
 _CLOSING = frozenset("\"')]}\u2019\u201d\u00bb")
+
+# What str.splitlines breaks lines at, besides "\n": a line break for "ud".
+_LINE_BREAK = re.compile("[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 # Kinds of token, for the sentence rules.
 _OTHER, _FINAL, _TITLE, _ENDING_ABBREVIATION, _ACRONYM = 0, 1, 2, 3, 4
@@ -217,7 +225,7 @@ def _sentence_starts(text, starts, ends, kinds, ud):
         if i > first[-1]:
             gap = text[ends[i - 1]:starts[i]]
             kind = kinds[i]
-            if "\n" in gap:
+            if "\n" in gap or (ud and _LINE_BREAK.search(gap)):
                 first.append(i)
             elif pending == _FINAL and kind != _FINAL:
                 if ud and not gap and text[starts[i]] in _CLOSING and ends[i] - starts[i] == 1:

@@ -14,8 +14,10 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.pipeline import make_pipeline
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import FunctionTransformer
 
 from sksparse_struct import EasyFirstTagger, LinearChainCRF, SparseMAPParser
 from sksparse_struct.datasets import (
@@ -343,3 +345,62 @@ def test_heads_are_written_as_integers(tmp_path):
     _, heads, deprels = read_conllu(io.StringIO(out), return_deprel=True)
     assert all(h.tolist() == list(range(len(h))) for h in heads)
     assert {d for sentence in deprels for d in sentence} == {"_"}
+
+
+class UposFromForm(TransformerMixin, BaseEstimator):
+    """A stand-in for a tagger in a pipeline before the parser (ColumnTagger's contract).
+
+    Replaces UPOS, LEMMA and FEATS of each token dict by a rule of its
+    form, and counts the sentences it transformed.
+    """
+
+    def fit(self, X, y=None):
+        return self
+
+    def __sklearn_is_fitted__(self):
+        return True
+
+    def transform(self, X):
+        self.n_transformed_ = getattr(self, "n_transformed_", 0) + len(X)
+        return [[{**t, "upos": "PUNCT" if not t["form"][0].isalnum() else "NOUN",
+                  "lemma": t["form"].lower(), "feats": {"Len": str(min(len(t["form"]), 9))}}
+                 for t in s] for s in X]
+
+
+def test_a_pipeline_writes_the_tags_its_steps_set(tmp_path, parser, ewt):
+    text = ewt.read_text(encoding="utf-8")
+    X, _ = read_conllu(ewt)
+    tags = UposFromForm()
+    pipeline = Pipeline([("tags", tags), ("parser", parser)])
+    X_tagged = tags.transform(X)
+    heads, deprels = parser.predict(X_tagged, return_deprel=True)
+    n_words = len(flat(heads))
+    gold_heads, gold_deprels = parser.predict(X, return_deprel=True)
+    assert (flat(heads), deprels) != (flat(gold_heads), gold_deprels)  # the tags matter
+    expected = with_column(text, 6, flat(heads), also=(7, flat(deprels)))
+    for column, field in [(2, "lemma"), (3, "upos")]:
+        expected = with_column(expected, column, [t[field] for s in X_tagged for t in s])
+    expected = with_column(expected, 5, [f"Len={min(len(t['form']), 9)}" for s in X for t in s])
+    tags.n_transformed_ = 0
+    for chunk_size in (7, 1000):
+        out = predict_file(pipeline, ewt, io.StringIO(), label="head",
+                           chunk_size=chunk_size).getvalue()
+        assert out == expected
+    assert tags.n_transformed_ == 2 * len(X)  # once per sentence and call
+    # XPOS, which the steps left as they were, is copied
+    X_out, heads_out, deprels_out = read_conllu(io.StringIO(out), return_deprel=True)
+    assert [t["xpos"] for s in X_out for t in s] == [t["xpos"] for s in X for t in s]
+    assert flat(heads_out) == flat(heads) and len(flat(heads_out)) == n_words
+    # a tag that cannot be written is named
+    bad = Pipeline([("tags", FunctionTransformer(
+        lambda X: [[{**t, "upos": "NOT"} for t in s] for s in X])), ("parser", parser)])
+    with pytest.raises(ValueError, match=r"test\.conllu, line 5: the estimator predicted a "
+                       r"UPOS that cannot be written: 'NOT' is not one of the 17"):
+        predict_file(bad, ewt, io.StringIO(), label="head")
+
+
+def test_a_pipeline_whose_steps_change_no_tag_writes_what_its_parser_writes(parser, ewt):
+    alone = predict_file(parser, ewt, io.StringIO(), label="head").getvalue()
+    for step in (FunctionTransformer(None), FunctionTransformer(lambda X: [list(s) for s in X])):
+        pipeline = Pipeline([("same", step), ("parser", parser)])
+        assert predict_file(pipeline, ewt, io.StringIO(), label="head").getvalue() == alone
