@@ -13,6 +13,7 @@ output, so they chain in a :class:`~sklearn.pipeline.Pipeline`.
 from ._arc_features import ARC_PRESETS, ArcFeatures, EncodedSentence
 from ._argument_features import ArgumentFeatures, DocumentFeatures
 from ._argument_lexicon import ARGUMENT_MARKERS
+from ._stacked import StackedSequences
 from ._token_features import CONLL2000_TEMPLATES, TokenFeatures
 from ._vectorizer import SequenceVectorizer
 
@@ -25,5 +26,6 @@ __all__ = [
     "DocumentFeatures",
     "EncodedSentence",
     "SequenceVectorizer",
+    "StackedSequences",
     "TokenFeatures",
 ]

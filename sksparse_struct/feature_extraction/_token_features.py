@@ -10,6 +10,11 @@ outside the sequence are left out, as CRFsuite's example scripts do; the
 For speed the work is done per template over a whole sequence (list slices
 and ``zip``), and the attributes of a word (shape, affixes, flags) are
 computed once per distinct word within a call.
+
+With ``output="matrix"`` no dict is built: each distinct string of a call
+is hashed once (``_token_features_fast.hash_ranges``), and compiled kernels
+combine the hashes of every token's templates into 64-bit feature keys and
+look them up in the vocabulary learnt by ``fit``.
 """
 
 import unicodedata
@@ -17,10 +22,16 @@ from collections import deque
 from itertools import repeat
 from numbers import Integral
 
+import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
 
 from ..utils._estimator import TagsMixin
 from ..utils._sklearn_compat import StrOptions
+from . import _token_features_fast as fast
+from ._stacked import StackedSequences
 
 __all__ = ["TokenFeatures", "CONLL2000_TEMPLATES"]
 
@@ -313,19 +324,198 @@ class _WordInfo(dict):
         return info
 
 
+# --- output="matrix": hashed features --------------------------------------
+
+
+def _hash_strings(strings):
+    """Deterministic 64-bit hashes (never 0) of strings, by their code points.
+
+    Python's ``hash`` of a string changes from one process to the next; these
+    do not, so a pickled vocabulary works anywhere.
+    """
+    strings = list(strings)
+    code_points = np.frombuffer(
+        "".join(strings).encode("utf-32-le", "surrogatepass"), dtype=np.uint32
+    )
+    lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+    stops = np.cumsum(lengths)
+    out = np.empty(len(strings), dtype=np.int64)
+    fast.hash_ranges(code_points, stops - lengths, stops, out)
+    return out
+
+
+def _factorize(values):
+    """``(distinct values in first-seen order, int64 code of every value)``."""
+    index = dict.fromkeys(values)
+    distinct = list(index)
+    index = dict(zip(distinct, range(len(distinct))))
+    codes = np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values))
+    return distinct, codes
+
+
+def _affix_hashes(words, attr):
+    """Hashes of ``prefix{k}`` / ``suffix{k}`` of distinct words (0: shorter than k)."""
+    k = int(attr[6:])
+    code_points = np.frombuffer(
+        "".join(words).encode("utf-32-le", "surrogatepass"), dtype=np.uint32
+    )
+    lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    stops = np.cumsum(lengths)
+    starts = stops - lengths
+    if attr.startswith("prefix"):
+        stops = starts + k
+    else:
+        starts = stops - k
+    out = np.empty(len(words), dtype=np.int64)
+    fast.hash_ranges(code_points, starts, stops, out)
+    out[lengths < k] = 0
+    return out
+
+
+class _HashedTokens:
+    """The attribute hashes of every token of one call, and the strings behind them.
+
+    ``attrs[a, i]`` is the hash of attribute ``names[a]`` at token ``i``
+    (sequences stacked), 0 when absent.
+    """
+
+    def __init__(self, plan, cols, lengths):
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        n_tokens = int(self.lengths.sum())
+        self.names = (("w",) if plan.needs_word else ()) + plan.word_attrs + plan.columns
+        self.attrs = np.zeros((len(self.names), n_tokens), dtype=np.int64)
+        # attribute -> (distinct strings, codes of the tokens); derived word
+        # attributes share the words' (their values are computed when named)
+        self.sources = {}
+        row = 0
+        if plan.needs_word:
+            words, codes = _factorize(cols[plan.word_column])
+            word_info = _WordInfo(plan.word_attrs)
+            self.attrs[row] = _hash_strings(words)[codes]
+            self.sources["w"] = (words, codes)
+            row += 1
+            for attr, func in zip(plan.word_attrs, word_info.funcs):
+                if _is_affix(attr):
+                    hashes = _affix_hashes(words, attr)
+                elif attr in _FLAGS:
+                    hashes = np.fromiter(map(func, words), dtype=bool, count=len(words))
+                    hashes = hashes.astype(np.int64)
+                else:
+                    hashes = _hash_strings(map(func, words))
+                self.attrs[row] = hashes[codes]
+                self.sources[attr] = (words, codes)
+                row += 1
+        for column in plan.columns:
+            distinct, codes = _factorize(cols[column])
+            self.attrs[row] = _hash_strings(distinct)[codes]
+            self.sources[column] = (distinct, codes)
+            row += 1
+
+
+class _TemplateTable:
+    """The templates of a plan as the arrays of ``fast.token_keys``.
+
+    Besides the plan's templates: ``bias`` everywhere and ``__BOS__`` /
+    ``__EOS__`` on the first / last token, as the plan asks.
+    """
+
+    def __init__(self, plan, attr_names):
+        position = {a: k for k, a in enumerate(attr_names)}
+        rows = [(name, parts, kind, fast.EVERYWHERE) for name, parts, kind in plan.templates]
+        if plan.bias:
+            rows.append(("bias", (), "flag", fast.EVERYWHERE))
+        if plan.bos_eos:
+            rows.append(("__BOS__", (), "flag", fast.FIRST))
+            rows.append(("__EOS__", (), "flag", fast.LAST))
+        self.rows = rows
+        self.seed = _hash_strings(name for name, _, _, _ in rows)
+        self.where = np.array([w for _, _, _, w in rows], dtype=np.int64)
+        sizes = [len(parts) for _, parts, _, _ in rows]
+        self.part_ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=self.part_ptr[1:])
+        parts = [p for _, ps, _, _ in rows for p in ps]
+        self.part_attr = np.array([position[a] for a, _ in parts], dtype=np.int64)
+        self.part_offset = np.array([o for _, o in parts], dtype=np.int64)
+
+    def keys(self, hashed):
+        return fast.token_keys(hashed.attrs, hashed.lengths, self.seed, self.where,
+                               self.part_ptr, self.part_attr, self.part_offset)
+
+
+
+class _Vocabulary:
+    """The columns ``fit`` learnt: their hash table, and what names them.
+
+    Column ``c`` is template ``template[c]`` with the values
+    ``strings[a][codes[c, p]]`` of its parts ``(a, o)`` (the function of a
+    derived word attribute applied). Names are built when first asked for.
+    """
+
+    def __init__(self, templates, hashed, keys, indptr, template):
+        self.table, first = fast.learn_columns(keys)
+        self.n_columns = len(first)
+        self.rows = [(name, parts, kind) for name, parts, kind, _ in templates.rows]
+        self.template = template[first]
+        tokens = np.searchsorted(indptr, first, side="right") - 1
+        width = max([len(parts) for _, parts, _ in self.rows], default=0)
+        self.codes = np.zeros((self.n_columns, width), dtype=np.int64)
+        for t, (_, parts, kind) in enumerate(self.rows):
+            if kind == "flag":
+                continue
+            cols = np.flatnonzero(self.template == t)
+            for p, (attr, offset) in enumerate(parts):
+                self.codes[cols, p] = hashed.sources[attr][1][tokens[cols] + offset]
+        self.strings = {attr: distinct for attr, (distinct, _) in hashed.sources.items()}
+        self._names = None
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_names"] = None
+        return state
+
+    def names(self):
+        """The name SequenceVectorizer would give each column."""
+        if self._names is not None:
+            return self._names
+        names = [None] * self.n_columns
+        for t, (name, parts, kind) in enumerate(self.rows):
+            cols = np.flatnonzero(self.template == t).tolist()
+            if kind == "flag":
+                for c in cols:
+                    names[c] = name
+                continue
+            values = []
+            for p, (attr, _) in enumerate(parts):
+                strings = self.strings[attr]
+                column = [strings[k] for k in self.codes[cols, p].tolist()]
+                if _is_word_attr(attr) and attr != "w":
+                    column = list(map(_WordInfo((attr,)).funcs[0], column))
+                values.append(column)
+            for c, value in zip(cols, map("|".join, zip(*values))):
+                names[c] = f"{name}={value}"
+        self._names = names
+        return names
+
+
 def _token_error(i, j, message):
     return ValueError(f"token {j} of sequence {i}: {message}")
 
 
 class TokenFeatures(TagsMixin, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
-    """Turn sequences of tokens into sequences of feature dicts.
+    """Turn sequences of tokens into sequences of feature dicts, or feature matrices.
 
     A token is a string (the word), a tuple of columns named by ``columns``
     (e.g. ``("He", "PRP")``) or a dict of columns (e.g. ``{"word": "He",
     "pos": "PRP"}``, as :func:`~sksparse_struct.datasets.read_conll` returns
     them). The output, one dict ``{feature: value}`` per token, is what
     :class:`SequenceVectorizer`, the estimators of this package and
-    sklearn-crfsuite consume.
+    sklearn-crfsuite consume. With ``output="matrix"`` the same features
+    go straight to sparse matrices, computed in compiled code without a
+    dict: ``fit`` learns the vocabulary of the features seen in training
+    (as :class:`SequenceVectorizer` would on the dicts), and ``transform``
+    returns a :class:`StackedSequences`, the matrix of every token that is
+    also the list of the per-sequence matrices, which the taggers read
+    directly.
 
     Features are named ``attribute[offset]``: ``w[-1]`` is the previous
     word, ``pos[0]`` the current column ``pos``, ``suffix3[0]`` the last
@@ -402,15 +592,39 @@ class TokenFeatures(TagsMixin, TransformerMixin, BaseEstimator, auto_wrap_output
     bos_eos : bool, default=None
         ``__BOS__`` on the first token and ``__EOS__`` on the last (both
         True).
+    output : {"dicts", "matrix"}, default="dicts"
+        ``"dicts"``: lists of feature dicts. ``"matrix"``: a
+        :class:`StackedSequences` in the column space of the features seen
+        by ``fit``; features unseen in ``fit`` are dropped, and every value
+        is 1 (each feature is an indicator, ``bias`` and the flags
+        included).
+
+    Attributes
+    ----------
+    feature_names_ : list of str
+        Only with ``output="matrix"``: the name of each column, as
+        :class:`SequenceVectorizer` names the dicts' features
+        (``"w[0]=He"``, ``"is_title[0]"``, ``"bias"``).
 
     See Also
     --------
     SequenceVectorizer : Turns the feature dicts into sparse matrices.
+    StackedSequences : The output with ``output="matrix"``.
 
     Notes
     -----
-    The transformer is stateless: ``fit`` only validates the parameters,
-    and ``transform`` can be called without it.
+    With ``output="dicts"`` the transformer is stateless: ``fit`` only
+    validates the parameters, and ``transform`` can be called without it.
+
+    With ``output="matrix"`` a matrix holds the features the dicts would
+    hold, feature for feature, except where a conjunction's values contain
+    ``|``: the dicts join ``("a|b", "c")`` and ``("a", "b|c")`` into the
+    same string, the matrix keeps them apart. A feature is known by a
+    64-bit hash of its template's name and values, computed from the
+    strings' code points (the same in every process, so a pickled model
+    works anywhere); two features of a vocabulary share a hash with
+    negligible probability (about ``n**2 / 2**65`` for ``n`` features).
+    Columns are in the order of these hashes, not of the names.
 
     Examples
     --------
@@ -425,6 +639,17 @@ class TokenFeatures(TagsMixin, TransformerMixin, BaseEstimator, auto_wrap_output
     ...               ).transform([["He", "ran"]])
     [[{'bias': 1.0, 'lower[0]': 'he', 'suffix2[0]': 'He', 'is_title[0]': True}, \
 {'bias': 1.0, 'lower[0]': 'ran', 'suffix2[0]': 'an'}]]
+
+    The same features as a matrix, ready for a tagger:
+
+    >>> tf = TokenFeatures(preset="conll2000", output="matrix").fit([sentence])
+    >>> Xt = tf.transform([sentence, [("She", "PRP")]])
+    >>> Xt
+    StackedSequences(n_sequences=2, n_tokens=4, n_features=33)
+    >>> Xt.matrix.shape, Xt[1].shape
+    ((4, 33), (1, 33))
+    >>> sorted(tf.feature_names_[j] for j in Xt[1].indices)
+    ['__BOS__', '__EOS__', 'pos[0]=PRP']
     """
 
     _parameter_constraints: dict = {
@@ -444,6 +669,7 @@ class TokenFeatures(TagsMixin, TransformerMixin, BaseEstimator, auto_wrap_output
         "templates": [tuple, list, None],
         "bias": ["boolean", None],
         "bos_eos": ["boolean", None],
+        "output": [StrOptions({"dicts", "matrix"})],
     }
 
     def __init__(
@@ -465,6 +691,7 @@ class TokenFeatures(TagsMixin, TransformerMixin, BaseEstimator, auto_wrap_output
         templates=None,
         bias=None,
         bos_eos=None,
+        output="dicts",
     ):
         self.preset = preset
         self.columns = columns
@@ -482,6 +709,7 @@ class TokenFeatures(TagsMixin, TransformerMixin, BaseEstimator, auto_wrap_output
         self.templates = templates
         self.bias = bias
         self.bos_eos = bos_eos
+        self.output = output
 
     def resolved_params(self):
         """The feature parameters in force: the preset's, then explicit ones.
@@ -519,12 +747,13 @@ class TokenFeatures(TagsMixin, TransformerMixin, BaseEstimator, auto_wrap_output
         return _Plan(params, tuple(columns), self.word_column)
 
     def fit(self, X=None, y=None):
-        """Check the parameters; nothing is learnt.
+        """Check the parameters; with ``output="matrix"``, learn the vocabulary.
 
         Parameters
         ----------
         X : list of sequences of tokens, default=None
-            Ignored.
+            Ignored with ``output="dicts"``; the training sequences with
+            ``output="matrix"``.
         y : None
             Ignored.
 
@@ -532,11 +761,33 @@ class TokenFeatures(TagsMixin, TransformerMixin, BaseEstimator, auto_wrap_output
         -------
         self : TokenFeatures
         """
-        self._plan()
+        plan = self._plan()
+        if self.output == "matrix":
+            self._fit_matrix(plan, X)
         return self
 
+    def fit_transform(self, X, y=None):
+        """Fit, then transform ``X``, in one pass over it.
+
+        Parameters
+        ----------
+        X : list of sequences of tokens
+            Each token a string, a tuple of columns or a dict of columns.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        Xt : list of lists of dicts, or StackedSequences
+            As :meth:`transform` returns it.
+        """
+        plan = self._plan()
+        if self.output != "matrix":
+            return self.transform(X)
+        return self._fit_matrix(plan, X)
+
     def transform(self, X):
-        """Feature dicts of every token.
+        """Feature dicts (or the feature matrix) of every token.
 
         Parameters
         ----------
@@ -545,25 +796,133 @@ class TokenFeatures(TagsMixin, TransformerMixin, BaseEstimator, auto_wrap_output
 
         Returns
         -------
-        Xt : list of lists of dicts
-            One dict ``{feature name: value}`` per token; string values mean
-            indicator features, True a binary feature, numbers real features.
+        Xt : list of lists of dicts, or StackedSequences
+            With ``output="dicts"``, one dict ``{feature name: value}`` per
+            token; string values mean indicator features, True a binary
+            feature, numbers real features. With ``output="matrix"``, the
+            token matrix of shape ``(n_tokens, len(feature_names_))``, also
+            the list of the per-sequence matrices; features unseen in
+            ``fit`` are dropped.
         """
         plan = self._plan()
+        if self.output == "matrix":
+            check_is_fitted(self)
+            hashed = self._hashed(plan, X)
+            indptr, keys, _ = _TemplateTable(plan, hashed.names).keys(hashed)
+            return self._rows(hashed, indptr, keys)
+        sequences = self._sequences(X)
+        info = _WordInfo(plan.word_attrs)
+        return [self._sequence(plan, info, seq, i) for i, seq in enumerate(sequences)]
+
+    @staticmethod
+    def _sequences(X):
         if isinstance(X, (str, bytes, dict)):
             raise ValueError(
                 "X must be a list of sequences of tokens, got a "
                 f"{type(X).__name__}."
             )
         try:
-            sequences = iter(X)
+            return iter(X)
         except TypeError:
             raise ValueError(
                 f"X must be a list of sequences of tokens, got a "
                 f"{type(X).__name__}."
             ) from None
-        info = _WordInfo(plan.word_attrs)
-        return [self._sequence(plan, info, seq, i) for i, seq in enumerate(sequences)]
+
+    def _hashed(self, plan, X):
+        """The attribute hashes of every token of X."""
+        needed = ((plan.word_column,) if plan.needs_word else ()) + plan.columns
+        flat = lengths = None
+        if type(X) is list and all(type(seq) is list for seq in X):
+            flat, lengths = self._flat_columns(plan, X, needed)
+        if flat is None:
+            # Sequence by sequence, which names the first bad token.
+            flat = {name: [] for name in needed}
+            lengths = []
+            for i, seq in enumerate(self._sequences(X)):
+                n, cols = self._columns(plan, seq, i)
+                for name, values in cols.items():
+                    flat[name] += values
+                lengths.append(n)
+        return _HashedTokens(plan, flat, lengths)
+
+    @staticmethod
+    def _flat_columns(plan, X, needed):
+        """The needed columns of all tokens when they are all of one kind and
+        hold strings, else ``(None, None)``."""
+        tokens = [t for seq in X for t in seq]
+        kinds = set(map(type, tokens))
+        try:
+            if kinds == {dict}:
+                flat = {name: [t[name] for t in tokens] for name in needed}
+            elif kinds == {tuple} and plan.tuple_positions is not None:
+                if set(map(len, tokens)) != {plan.n_tuple_columns}:
+                    return None, None
+                flat = {name: [t[k] for t in tokens]
+                        for name, k in zip(needed, plan.tuple_positions)}
+            elif kinds <= {str} and not plan.columns:
+                flat = {name: tokens for name in needed}
+            else:
+                return None, None
+        except KeyError:
+            return None, None
+        if any(set(map(type, values)) - {str} for values in flat.values()):
+            return None, None
+        return flat, list(map(len, X))
+
+    def _fit_matrix(self, plan, X):
+        """Learn the vocabulary of ``X``'s features; return ``X``'s matrix."""
+        if X is None:
+            raise ValueError(
+                "TokenFeatures(output='matrix').fit needs the training sequences X "
+                "(it learns the vocabulary of their features)."
+            )
+        hashed = self._hashed(plan, X)
+        table = _TemplateTable(plan, hashed.names)
+        indptr, keys, template = table.keys(hashed)
+        self._vocabulary = _Vocabulary(table, hashed, keys, indptr, template)
+        return self._rows(hashed, indptr, keys)
+
+    def _rows(self, hashed, indptr, keys):
+        vocabulary = self._vocabulary
+        indptr, indices = fast.lookup_rows(indptr, keys, vocabulary.table)
+        data = np.ones(indices.shape[0], dtype=np.float64)
+        matrix = sp.csr_matrix(
+            (data, indices, indptr), shape=(len(indptr) - 1, vocabulary.n_columns)
+        )
+        return StackedSequences(matrix, hashed.lengths)
+
+    def __sklearn_is_fitted__(self):
+        return self.output != "matrix" or "_vocabulary" in self.__dict__
+
+    @property
+    def feature_names_(self):
+        """Column names of ``output="matrix"`` (see the class docstring)."""
+        if "_vocabulary" not in self.__dict__:
+            raise NotFittedError(
+                "feature_names_ exists once TokenFeatures(output='matrix') is fitted."
+            )
+        return self._vocabulary.names()
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the columns of ``output="matrix"``.
+
+        Parameters
+        ----------
+        input_features : None
+            Ignored; present for API consistency.
+
+        Returns
+        -------
+        feature_names_out : ndarray of str objects
+        """
+        if self.output != "matrix":
+            raise ValueError(
+                "TokenFeatures has column names only with output='matrix'; its dicts "
+                "name their features (SequenceVectorizer learns their columns)."
+            )
+        check_is_fitted(self)
+        return np.asarray(self.feature_names_, dtype=object)
 
     def _columns(self, plan, seq, i):
         """The needed columns of one sequence, as lists of str."""
@@ -707,3 +1066,8 @@ class TokenFeatures(TagsMixin, TransformerMixin, BaseEstimator, auto_wrap_output
 
     _sklearn_tags = {"input_tags.two_d_array": False, "input_tags.string": True,
                      "requires_fit": False}
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.requires_fit = self.output == "matrix"
+        return tags

@@ -332,10 +332,10 @@ class EasyFirstTagger(TokenInputMixin, StructuredEstimatorMixin, BaseEstimator):
                                         self._params, int(self._attr_ptr[-1]),
                                         len(self.classes_), self._window, data,
                                         self._n_threads())
-        classes = self.classes_.tolist()
-        flat = [classes[i] for i in tags]
+        flat = self.classes_[tags].tolist()
         offsets = data.offsets
-        y_pred = [flat[offsets[s]:offsets[s + 1]] for s in range(len(lengths))]
+        bounds = offsets.tolist()
+        y_pred = [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
         if not return_order:
             return y_pred
         return y_pred, [order[offsets[s]:offsets[s + 1]].copy() for s in range(len(lengths))]

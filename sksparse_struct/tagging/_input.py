@@ -1,8 +1,10 @@
 """Token-feature input of the feature-based taggers: sequences to one token matrix, labels.
 
 :class:`LinearChainCRF` and :class:`EasyFirstTagger` take the same ``X`` (per
-sequence, a list of feature dicts or a sparse matrix) and ``y``; they share
-its validation and vectorization through :class:`TokenInputMixin`.
+sequence, a list of feature dicts or a sparse matrix, or all sequences at
+once as a :class:`~sksparse_struct.feature_extraction.StackedSequences`) and
+``y``; they share its validation and vectorization through
+:class:`TokenInputMixin`.
 """
 
 import numbers
@@ -10,7 +12,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from ..feature_extraction import SequenceVectorizer
+from ..feature_extraction import SequenceVectorizer, StackedSequences
 
 __all__ = ["TokenInputMixin", "check_sequence_list"]
 
@@ -24,7 +26,12 @@ def _is_empty_list(seq):
 
 
 def check_sequence_list(X, name="X"):
-    """``X`` as a list of sequences, or a ValueError naming ``name``."""
+    """``X`` as a list of sequences, or a ValueError naming ``name``.
+
+    A :class:`StackedSequences` is returned as it is: it is already one.
+    """
+    if isinstance(X, StackedSequences):
+        return X
     if isinstance(X, (str, bytes, dict)) or sp.issparse(X) or not hasattr(X, "__len__"):
         raise ValueError(
             f"{name} must be a list of sequences (one list of token feature dicts, or one "
@@ -43,6 +50,8 @@ class TokenInputMixin:
     def _features(self, X, *, fit):
         """Stack the sequences of ``X`` into one token matrix; returns ``(matrix, lengths)``."""
         X = check_sequence_list(X)
+        if isinstance(X, StackedSequences):
+            return self._stacked_features(X, fit=fit)
         # Empty lists fit either form; everything else decides.
         kinds = {_is_matrix(seq) for seq in X if _is_matrix(seq) or not _is_empty_list(seq)}
         if len(kinds) > 1:
@@ -66,12 +75,7 @@ class TokenInputMixin:
         blocks = []
         for s, seq in enumerate(X):
             M = sp.csr_matrix(seq, dtype=np.float64)
-            if not np.all(np.isfinite(M.data)):
-                i = np.flatnonzero(~np.isfinite(M.data))[0]
-                token = np.searchsorted(M.indptr, i, side="right") - 1
-                raise ValueError(
-                    f"X[{s}] has a non-finite feature value ({M.data[i]}) at token {token}."
-                )
+            _check_finite(M, s)
             blocks.append(M)
         widths = {M.shape[1] for M in blocks}
         if len(widths) > 1:
@@ -79,15 +83,40 @@ class TokenInputMixin:
                 f"the sequence matrices of X have different numbers of columns: {sorted(widths)}."
             )
         n_features = widths.pop() if widths else 0
+        self._check_n_features(n_features, fit)
+        lengths = np.array([M.shape[0] for M in blocks], dtype=np.int64)
+        if not blocks:
+            return sp.csr_matrix((0, 0)), lengths
+        return sp.vstack(blocks, format="csr"), lengths
+
+    def _stacked_features(self, X, *, fit):
+        """``_features`` of a StackedSequences: its matrix as it is, no per-sequence loop."""
+        if fit:
+            self.vectorizer_ = None
+        elif self.vectorizer_ is not None:
+            raise ValueError(
+                "this tagger was fitted on feature dicts and X has sequences of the other kind."
+            )
+        M = X.matrix
+        if M.dtype != np.float64:
+            M = M.astype(np.float64)
+        if not np.isfinite(M.data).all():
+            i = np.flatnonzero(~np.isfinite(M.data))[0]
+            row = np.searchsorted(M.indptr, i, side="right") - 1
+            s = np.searchsorted(X.offsets, row, side="right") - 1
+            raise ValueError(
+                f"X[{s}] has a non-finite feature value ({M.data[i]}) at token "
+                f"{row - X.offsets[s]}."
+            )
+        self._check_n_features(M.shape[1], fit)
+        return M, X.lengths
+
+    def _check_n_features(self, n_features, fit):
         if not fit and n_features != self.n_features_in_:
             raise ValueError(
                 f"X has {n_features} features per token, the tagger was fitted with "
                 f"{self.n_features_in_}."
             )
-        lengths = np.array([M.shape[0] for M in blocks], dtype=np.int64)
-        if not blocks:
-            return sp.csr_matrix((0, 0)), lengths
-        return sp.vstack(blocks, format="csr"), lengths
 
     def _labels(self, y, lengths, *, learn_classes):
         """Label codes of ``y``, all sequences flat; ``learn_classes`` sets ``classes_`` first."""
@@ -129,6 +158,16 @@ class TokenInputMixin:
                 )
             gold[i] = k
         return gold
+
+
+def _check_finite(M, s):
+    """A ValueError naming sequence ``s`` and the token when ``M`` has a non-finite value."""
+    if not np.all(np.isfinite(M.data)):
+        i = np.flatnonzero(~np.isfinite(M.data))[0]
+        token = np.searchsorted(M.indptr, i, side="right") - 1
+        raise ValueError(
+            f"X[{s}] has a non-finite feature value ({M.data[i]}) at token {token}."
+        )
 
 
 def _homogeneous(classes):

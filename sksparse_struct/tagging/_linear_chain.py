@@ -727,9 +727,10 @@ class LinearChainCRF(TokenInputMixin, StructuredEstimatorMixin, BaseEstimator):
         data, lengths = self._predict_data(X)
         with self._runner() as runner:
             labels = runner.decode(self._model(), data, self._params, marginals=False)
-        classes = self.classes_.tolist()
-        flat = [classes[i] for i in labels]
-        return [flat[data.offsets[s]:data.offsets[s + 1]] for s in range(len(lengths))]
+        # Indexing the array of classes, not a loop over NumPy integers.
+        flat = self.classes_[labels].tolist()
+        bounds = data.offsets.tolist()
+        return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
     def predict_marginals(self, X):
         """Posterior probability of each label at each token (forward-backward).
