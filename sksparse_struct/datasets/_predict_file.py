@@ -125,12 +125,13 @@ def _tag_steps(estimator):
 
 
 def _tag_columns(tokens, transformed):
-    """The token fields that the steps before a parser changed, by column.
+    """The token fields that the steps before a parser set, by column.
 
     ``{column: values of all the words}`` for each of LEMMA, UPOS, XPOS and
     FEATS that a transformed token sets to another value than the input's
-    (FEATS as a dict or as written); empty unless ``transformed`` are
-    sentences of token dicts aligned with ``tokens``.
+    (FEATS as a dict or as written); a value ``"_"`` (unspecified, e.g. a
+    field the steps cleared) leaves the input's. Empty unless
+    ``transformed`` are sentences of token dicts aligned with ``tokens``.
     """
     if not isinstance(transformed, (list, tuple)) or len(transformed) != len(tokens):
         return {}
@@ -140,12 +141,18 @@ def _tag_columns(tokens, transformed):
             return {}
     columns = {}
     for field, column in _TAG_FIELDS:
-        values = [token.get(field, word[field]) for sentence, words in zip(transformed, tokens)
-                  for token, word in zip(sentence, words)]
-        if field == "feats":
-            values = [_feats_text(v) if isinstance(v, dict) else v for v in values]
-        given = (word[field] for words in tokens for word in words)
-        if any(v != w for v, w in zip(values, given)):
+        values, changed = [], False
+        for sentence, words in zip(transformed, tokens):
+            for token, word in zip(sentence, words):
+                value = token.get(field, "_")
+                if field == "feats" and isinstance(value, dict):
+                    value = _feats_text(value)
+                if type(value) is str and value == "_":
+                    value = word[field]
+                elif value != word[field]:
+                    changed = True
+                values.append(value)
+        if changed:
             columns[column] = values
     return columns
 

@@ -351,7 +351,8 @@ class UposFromForm(TransformerMixin, BaseEstimator):
     """A stand-in for a tagger in a pipeline before the parser (ColumnTagger's contract).
 
     Replaces UPOS, LEMMA and FEATS of each token dict by a rule of its
-    form, and counts the sentences it transformed.
+    form, clears XPOS ("_", which leaves the input's in the output) and
+    counts the sentences it transformed.
     """
 
     def fit(self, X, y=None):
@@ -363,7 +364,8 @@ class UposFromForm(TransformerMixin, BaseEstimator):
     def transform(self, X):
         self.n_transformed_ = getattr(self, "n_transformed_", 0) + len(X)
         return [[{**t, "upos": "PUNCT" if not t["form"][0].isalnum() else "NOUN",
-                  "lemma": t["form"].lower(), "feats": {"Len": str(min(len(t["form"]), 9))}}
+                  "lemma": t["form"].lower(), "xpos": "_",
+                  "feats": {"Len": str(min(len(t["form"]), 9))}}
                  for t in s] for s in X]
 
 
@@ -387,7 +389,7 @@ def test_a_pipeline_writes_the_tags_its_steps_set(tmp_path, parser, ewt):
                            chunk_size=chunk_size).getvalue()
         assert out == expected
     assert tags.n_transformed_ == 2 * len(X)  # once per sentence and call
-    # XPOS, which the steps left as they were, is copied
+    # XPOS, which the step cleared, is copied
     X_out, heads_out, deprels_out = read_conllu(io.StringIO(out), return_deprel=True)
     assert [t["xpos"] for s in X_out for t in s] == [t["xpos"] for s in X for t in s]
     assert flat(heads_out) == flat(heads) and len(flat(heads_out)) == n_words
