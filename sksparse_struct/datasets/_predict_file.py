@@ -1,10 +1,11 @@
 """Tag or parse a file of any size into another: ``predict_file``.
 
 The input is read lazily and cut at blank lines into chunks of sentences
-(the pieces of ``_stream``); each chunk goes, as text, to a joblib worker,
-which parses it, calls the estimator's ``predict`` and writes the
-predictions into the chunk's lines; the chunks come back in order and are
-written out. Workers need nothing but the estimator and the text, so any
+(the pieces of ``_stream``; plain text at line breaks, which end
+sentences); each chunk goes, as text, to a joblib worker, which parses it
+(or tokenizes it), calls the estimator's ``predict`` and writes the
+predictions into the chunk's lines (or CoNLL-U lines for plain text); the
+chunks come back in order and are written out. Workers need nothing but the estimator and the text, so any
 joblib backend runs them: processes on this machine (loky), or a dask
 cluster (``joblib.parallel_config(backend="dask")``).
 """
@@ -412,7 +413,7 @@ def _same_file(a, b):
 def predict_file(estimator, input_path, output_path, *, label="chunk",
                  columns=("word", "pos", "chunk"), format="auto", chunk_size=1000,
                  n_jobs=None, verbose=0, encoding="utf-8"):
-    """Tag or parse a CoNLL or CoNLL-U file of any size into another file.
+    """Tag or parse a CoNLL, CoNLL-U or plain-text file of any size into another file.
 
     The input is read lazily, a chunk of ``chunk_size`` sentences at a
     time; each chunk is parsed, predicted by ``estimator.predict`` and
@@ -435,7 +436,20 @@ def predict_file(estimator, input_path, output_path, *, label="chunk",
       ending with one), with ``label="head"`` on a CoNLL-U file, gets the
       token dicts of :func:`read_conllu` and writes the heads to HEAD and
       the relation labels to DEPREL (``"_"`` if the parser was fitted
-      without them).
+      without them). A :class:`~sklearn.pipeline.Pipeline` whose steps
+      before the parser fill in token fields (e.g. a
+      :class:`~sksparse_struct.tagging.ColumnTagger`) also has the LEMMA,
+      UPOS, XPOS and FEATS its steps set written (the sentences are
+      transformed once; a field a step leaves at ``"_"`` keeps the input's).
+    - **Plain text** (``format="text"``) is split into sentences and words
+      by the rules of :func:`tokenize_text` and written as CoNLL-U: a
+      ``# sent_id`` (1, 2, ... through the file), ``# newpar`` at each
+      paragraph, ``# text``, the words with multiword token lines for the
+      clitics split off, ``SpaceAfter=No`` in MISC, the predictions in
+      their columns and ``"_"`` elsewhere. A tagger gets each word as
+      ``{"word": form}`` and must predict ``"upos"``, ``"xpos"`` or
+      ``"lemma"`` from the words alone; a parser trained on tags needs a
+      tagger before it in a pipeline.
 
     In a CoNLL-U input, HEAD may be ``"_"`` (text yet to be parsed); the
     input's trees are not checked, since they are replaced or copied.
@@ -458,20 +472,26 @@ def predict_file(estimator, input_path, output_path, *, label="chunk",
         ``columns``, whose values are replaced (and not shown to the
         estimator), or a new name, for a column appended at the end of
         every token line (e.g. beside the gold labels, as the CoNLL
-        ``conlleval`` script reads them). CoNLL-U: ``"upos"``, ``"xpos"``
-        or ``"lemma"`` for a tagger, ``"head"`` for a parser.
+        ``conlleval`` script reads them). CoNLL-U and plain text:
+        ``"upos"``, ``"xpos"`` or ``"lemma"`` for a tagger, ``"head"`` for a
+        parser.
     columns : tuple of str, default=("word", "pos", "chunk")
         Column files: the names of the input's columns, as in
         :func:`read_conll`. CoNLL-U taggers: the token fields the estimator
-        gets, as in :func:`read_conll` (at its default, all of them).
-    format : {"auto", "conll", "conllu"}, default="auto"
-        As in :func:`read_conll`: ``"auto"`` reads CoNLL-U when the input's
-        name ends in ``.conllu`` or ``.conllu.gz``.
+        gets, as in :func:`read_conll` (at its default, all of them). Plain
+        text: ``("word", label)`` or the default, as the words are all it
+        gives.
+    format : {"auto", "conll", "conllu", "text"}, default="auto"
+        As in :func:`read_conll`, and ``"text"`` for plain text. ``"auto"``
+        reads CoNLL-U when the input's name ends in ``.conllu`` or
+        ``.conllu.gz``, plain text when it ends in ``.txt`` or ``.txt.gz``
+        and ``label`` is one of the CoNLL-U labels above (column files are
+        often named ``.txt`` too), a column file otherwise.
     chunk_size : int, default=1000
-        Sentences per chunk, counted at the blank lines of the input. A
-        larger chunk costs memory, a smaller one time (each chunk is a
-        task of its own, and a tagger's features cache the words of one
-        chunk).
+        Sentences per chunk, counted at the blank lines of the input (plain
+        text: lines, each of one sentence or more). A larger chunk costs
+        memory, a smaller one time (each chunk is a task of its own, and a
+        tagger's features cache the words of one chunk).
     n_jobs : int, default=None
         The number of chunks predicted at once, by joblib workers (processes
         with joblib's default backend). ``None`` means 1 (the estimator's
@@ -499,10 +519,15 @@ def predict_file(estimator, input_path, output_path, *, label="chunk",
         prediction that cannot be written in its column (not a str, empty,
         containing whitespace, an unknown universal POS tag), naming the
         input line of the word; when ``output_path`` is ``input_path``.
+        Plain text: on a tagger that reads more than the words, or a parser
+        trained on tags with no step before it to set them; on an empty
+        file (or only whitespace) and on NUL characters (a binary file, or
+        text in another encoding).
 
     See Also
     --------
     iter_conll, iter_conllu : Read a corpus of any size lazily.
+    read_text : A plain-text file as sentences of token dicts.
 
     Notes
     -----

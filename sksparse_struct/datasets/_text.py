@@ -83,7 +83,7 @@ def tokenize_text(text, *, return_offsets=False):
     at once), but not after a title or an initial ("Mr.", "J."), nor after
     an ellipsis before a lower-case word. Every word is a slice of the
     text; text already split into words by spaces keeps its splits. See
-    :ref:`text_input` for the rules and their measured accuracy.
+    :ref:`text-input` for the rules and their measured accuracy.
 
     Parameters
     ----------

@@ -52,7 +52,7 @@ _SIMPLE_TOKEN = re.compile(r"\w+(?:['\u2019.\-]\w+)*|[^\w\s]")
 _TITLES = (
     "Mr Mrs Ms Messrs Dr Prof St Gen Lt Col Maj Sgt Capt Cmdr Adm Rev Gov Sen Rep Reps "
     "Pres Hon Supt Mt Ft Fr Ste mr mrs ms dr vs Vs Attn attn Arrv arrv cf Cf Ph "
-    "approx Approx Assn Ave Blvd Rd Hwy Dept dept Univ Bros Jan Feb Mar Apr Jun Jul Aug "
+    "approx Approx Assn Ave Blvd Rd Hwy Dept dept Univ Jan Feb Mar Apr Jun Jul Aug "
     "Sep Sept Oct Nov Dec Mon Tue Tues Wed Thu Thur Thurs Fri Sat Sun Fig fig ca"
 ).split()
 _ENDING = "etc Inc Corp Ltd Co Cos Bros al esp Jr Sr".split()
@@ -97,9 +97,11 @@ _UD_TOKEN = re.compile(
     """,
     re.VERBOSE,
 )
-# The clitics split off the end of a word: the longest first.
+# The clitics split off the end of a word, one after the other ("should|n't|'ve").
 _CLITIC_END = re.compile(r"(?i:n['\u2019`]t|['\u2019`](?:s|m|d|ll|re|ve))$")
-_FINAL_CHARS = frozenset(".!?\u2026")
+# The end marks of the "simple" style.
+_SIMPLE_FINAL = frozenset(".!?")
+_ELLIPSIS = re.compile("\\.\\.+|[.\u2026]*\u2026[.\u2026]*")
 # Closing quotes and brackets that stay with the sentence they follow when
 # written right after its end mark.
 _CLOSING = frozenset("\"')]}\u2019\u201d\u00bb")
@@ -168,7 +170,7 @@ def tokenize(text, *, style="ud"):
         for m in _SIMPLE_TOKEN.finditer(text):
             starts.append(m.start())
             ends.append(m.end())
-            kinds.append(_FINAL if m.group() in _FINAL_CHARS else _OTHER)
+            kinds.append(_FINAL if m.group() in _SIMPLE_FINAL else _OTHER)
         multiword = []
     else:
         raise ValueError(f"style must be 'ud' or 'simple'; got {style!r}.")
@@ -232,7 +234,7 @@ def _sentence_starts(text, starts, ends, kinds, ud):
                     continue  # the closing mark keeps the sentence pending
                 # An ellipsis before a lower-case word goes on with the sentence.
                 if not (ud and text[starts[i]].islower()
-                        and (ends[mark] - starts[mark] > 1 or text[starts[mark]] == "\u2026")):
+                        and _ELLIPSIS.fullmatch(text, starts[mark], ends[mark])):
                     first.append(i)
             elif pending == _ENDING_ABBREVIATION and text[starts[i]].isupper():
                 first.append(i)

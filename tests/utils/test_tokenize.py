@@ -4,7 +4,7 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from sksparse_struct.utils._tokenize import tokenize
@@ -109,8 +109,9 @@ def test_sentences():
         ["Then", "more", "etc.", "and", "so"]]
     assert _sentences("We live in the U.S.") == [["We", "live", "in", "the", "U.S", "."]]
     # an ellipsis before a lower-case word goes on with the sentence
-    assert _sentences("Well... maybe. Well... No.") == [
-        ["Well", "...", "maybe", "."], ["Well", "..."], ["No", "."]]
+    assert _sentences("Well... maybe. Well... No. Hm\u2026 ok. Wait!! no") == [
+        ["Well", "...", "maybe", "."], ["Well", "..."], ["No", "."], ["Hm", "\u2026", "ok", "."],
+        ["Wait", "!!"], ["no"]]
     # a line break ends a sentence, blank lines too
     assert _sentences("a line\nanother\n\n\nlast") == [["a", "line"], ["another"], ["last"]]
 
@@ -150,13 +151,31 @@ def test_simple_style_is_the_argument_tokenizer():
     assert tokenize("don't", style="simple").multiword == []
 
 
+def _argument_tokenizer(text):
+    """The tokenizer ArgumentFeatures had before the shared one, as it was."""
+    token = re.compile(r"\w+(?:['\u2019.\-]\w+)*|[^\w\s]")
+    words, begins, sent_first = [], [], [0]
+    end = 0
+    for m in token.finditer(text):
+        if sent_first[-1] < len(words) and (
+                (words[-1] in (".", "!", "?") and m.group() not in (".", "!", "?"))
+                or "\n" in text[end:m.start()]):
+            sent_first.append(len(words))
+        words.append(m.group())
+        begins.append(m.start())
+        end = m.end()
+    if len(words) > sent_first[-1]:
+        sent_first.append(len(words))
+    return words, begins, sent_first
+
+
 def test_bad_style():
     with pytest.raises(ValueError, match="style must be 'ud' or 'simple'; got 'penn'"):
         tokenize("x", style="penn")
 
 
 _TEXT = st.lists(
-    st.sampled_from(list("abcXYZ09 .,!?'\"-:;()/@\n\t\u2019\u2026\u00e9$%") + [
+    st.sampled_from(list("abcXYZ09 .,!?'\"-:;()/@\n\r\t\u2019\u2026\u2028\u00e9$%") + [
         "n't", "'s", "Mr.", "U.S.", "e.g.", "http://a.com", "3.5", "1,000", "...", ":)"]),
     max_size=40).map("".join)
 
@@ -179,3 +198,11 @@ def test_offsets_property(text, style):
     for a, b in t.multiword:
         assert a < b and all(ends[k] == starts[k + 1] for k in range(a, b))
         assert not any(a < s <= b for s in bounds)
+
+
+@given(_TEXT)
+@example("Wait\u2026 what?! U.S. Mr. Li's self-made car...\r\nOk\u2028no\rx")
+def test_simple_style_is_the_former_argument_tokenizer(text):
+    t = tokenize(text, style="simple")
+    words = [text[a:b] for a, b in zip(t.starts.tolist(), t.ends.tolist())]
+    assert (words, t.starts.tolist(), t.sentence_starts.tolist()) == _argument_tokenizer(text)
