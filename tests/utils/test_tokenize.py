@@ -116,6 +116,14 @@ def test_sentences():
     assert _sentences("a line\nanother\n\n\nlast") == [["a", "line"], ["another"], ["last"]]
 
 
+def test_pre_tokenised_text_keeps_its_words():
+    words = ["I", "do", "n't", "know", "John", "'s", "e-mail", ",", "U.S.", "3.5", "``", "no",
+             "''", "gon", "na", "!"]
+    assert _words(" ".join(words)) == words
+    assert _sentences("One sentence .\nAnother one !\nA third") == [
+        ["One", "sentence", "."], ["Another", "one", "!"], ["A", "third"]]
+
+
 def test_offsets_reconstruct_the_text():
     text = "  Mr. O'Neil didn't say \u201cno\u201d\u2026  \n\tCall 555-1234!  "
     t = tokenize(text)
