@@ -217,9 +217,7 @@ def _set_progress(model, on):
     """Turn on the ``verbose`` of every step that has one, for a progress display."""
     if not on:
         return
-    params = model.get_params(deep=True)
-    verbose = {k: 1 for k, v in params.items()
-               if (k == "verbose" or k.endswith("__verbose")) and not v}
+    verbose = {k: 1 for k, v in _verbose_params(model).items() if not v}
     if verbose:
         model.set_params(**verbose)
 
@@ -301,9 +299,18 @@ def _train(args):
 
 def _unverbose(model):
     """The model with the progress display turned off again, for saving."""
-    params = model.get_params(deep=True)
-    model.set_params(**{k: 0 for k in params if k == "verbose" or k.endswith("__verbose")})
+    model.set_params(**{k: 0 for k in _verbose_params(model)})
     return model
+
+
+def _verbose_params(model):
+    """The ``verbose`` parameters of the model's estimators, by name.
+
+    A pipeline's own ``verbose`` (a bool that times its steps) is not one.
+    """
+    params = model.get_params(deep=True)
+    own = "verbose" if not hasattr(model, "steps") else None
+    return {k: v for k, v in params.items() if k == own or k.endswith("__verbose")}
 
 
 def _say(message, progress):
