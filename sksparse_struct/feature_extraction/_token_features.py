@@ -327,20 +327,24 @@ class _WordInfo(dict):
 # --- output="matrix": hashed features --------------------------------------
 
 
+def _code_points(strings):
+    """All the strings' code points in one array, with where each starts and its length."""
+    code_points = np.frombuffer(
+        "".join(strings).encode("utf-32-le", "surrogatepass"), dtype=np.uint32
+    )
+    lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+    return code_points, np.cumsum(lengths) - lengths, lengths
+
+
 def _hash_strings(strings):
     """Deterministic 64-bit hashes (never 0) of strings, by their code points.
 
     Python's ``hash`` of a string changes from one process to the next; these
     do not, so a pickled vocabulary works anywhere.
     """
-    strings = list(strings)
-    code_points = np.frombuffer(
-        "".join(strings).encode("utf-32-le", "surrogatepass"), dtype=np.uint32
-    )
-    lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
-    stops = np.cumsum(lengths)
-    out = np.empty(len(strings), dtype=np.int64)
-    fast.hash_ranges(code_points, stops - lengths, stops, out)
+    code_points, starts, lengths = _code_points(list(strings))
+    out = np.empty(len(starts), dtype=np.int64)
+    fast.hash_ranges(code_points, starts, starts + lengths, out)
     return out
 
 
@@ -356,18 +360,11 @@ def _factorize(values):
 def _affix_hashes(words, attr):
     """Hashes of ``prefix{k}`` / ``suffix{k}`` of distinct words (0: shorter than k)."""
     k = int(attr[6:])
-    code_points = np.frombuffer(
-        "".join(words).encode("utf-32-le", "surrogatepass"), dtype=np.uint32
-    )
-    lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
-    stops = np.cumsum(lengths)
-    starts = stops - lengths
-    if attr.startswith("prefix"):
-        stops = starts + k
-    else:
-        starts = stops - k
+    code_points, starts, lengths = _code_points(words)
+    if attr.startswith("suffix"):
+        starts = starts + lengths - k
     out = np.empty(len(words), dtype=np.int64)
-    fast.hash_ranges(code_points, starts, stops, out)
+    fast.hash_ranges(code_points, starts, starts + k, out)
     out[lengths < k] = 0
     return out
 
@@ -624,7 +621,8 @@ class TokenFeatures(TagsMixin, TransformerMixin, BaseEstimator, auto_wrap_output
     strings' code points (the same in every process, so a pickled model
     works anywhere); two features of a vocabulary share a hash with
     negligible probability (about ``n**2 / 2**65`` for ``n`` features).
-    Columns are in the order of these hashes, not of the names.
+    Columns follow the order in which ``fit`` first sees the features (as
+    ``SequenceVectorizer(sort=False)`` orders them).
 
     Examples
     --------
