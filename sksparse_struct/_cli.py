@@ -85,8 +85,18 @@ def _argument_miner(corpus):
 # --------------------------------------------------------------------------
 # Reading the data of each task
 
-def _input_format(path, given):
-    """``"conll"``, ``"conllu"`` or ``"text"`` for an input file."""
+# The labels of CoNLL-U models: only they can take plain text, whose words
+# they write as CoNLL-U (column models need their input's other columns).
+CONLLU_LABELS = ("upos", "xpos", "lemma", "head")
+
+
+def _input_format(path, given, label=None):
+    """``"conll"``, ``"conllu"`` or ``"text"`` for an input file.
+
+    As :func:`~sksparse_struct.datasets.predict_file` decides: ``.conllu``
+    is CoNLL-U; ``.txt`` is plain text for a model of CoNLL-U columns
+    (``label``), else a column file, as CoNLL-2000's ``train.txt``.
+    """
     if given != "auto":
         return given
     name = os.fspath(path).lower()
@@ -94,7 +104,7 @@ def _input_format(path, given):
         name = name[:-3]
     if name.endswith(".conllu"):
         return "conllu"
-    if name.endswith(".txt"):
+    if name.endswith(".txt") and label in CONLLU_LABELS:
         return "text"
     return "conll"
 
@@ -115,14 +125,11 @@ def _columns(text):
     return columns
 
 
-def _tagger_data(path, args, *, fit):
-    """``(X, y, columns, label, format)`` of a tagger's file."""
+def _tagger_data(path, args):
+    """``(X, y, columns, label, format)`` of a tagger's training file."""
     from .datasets import read_conll
 
     fmt = _input_format(path, args.format)
-    if fmt == "text":
-        raise CommandError(f"{path}: a tagger trains and is evaluated on CoNLL or CoNLL-U "
-                           "files with gold labels, not on plain text.")
     if fmt == "conllu":
         label = args.label or "upos"
         if label not in ("upos", "xpos", "lemma"):
@@ -142,9 +149,6 @@ def _tagger_data(path, args, *, fit):
 def _treebank(path, what):
     from .datasets import read_conllu
 
-    if _input_format(path, "auto") not in ("conllu",):
-        # Read it anyway: the strict reader says what is wrong if it is not CoNLL-U.
-        pass
     X, heads, deprels = read_conllu(path, return_deprel=True)
     if not X:
         raise CommandError(f"{what} {path} has no sentences.")
@@ -253,7 +257,7 @@ def _train(args):
     summary = {"train": os.path.abspath(args.train)}
     columns = label = None
     if args.task == "tagger":
-        X, y, columns, label, fmt = _tagger_data(args.train, args, fit=True)
+        X, y, columns, label, fmt = _tagger_data(args.train, args)
         word = "word"
         preset = "conll2000" if fmt == "conll" and "pos" in columns and label != "pos" \
             else "pos"
@@ -331,7 +335,7 @@ def _predict_file_options(metadata, path, args):
     if label is None:
         raise CommandError("the model file does not say which column it predicts (it was "
                            "not saved by sksparse-struct train or save_model(label=...)).")
-    fmt = _input_format(path, args.format) if path != "-" else (
+    fmt = _input_format(path, args.format, label) if path != "-" else (
         args.format if args.format != "auto" else "conllu" if "parser" in task else "conll")
     columns = metadata.get("columns")
     options = {"label": label, "format": fmt}

@@ -111,15 +111,18 @@ def test_tagger_on_column_files_reports_chunk_f1(tmp_path, capsys):
     train = tmp_path / "train.txt"
     train.write_text(text)
     model = tmp_path / "chunker.joblib"
-    status, out, err = run(capsys, "train", "tagger", "--train", train, "--format", "conll",
+    # A column file named .txt, as CoNLL-2000's, is read as columns without --format.
+    status, out, err = run(capsys, "train", "tagger", "--train", train,
                            "--dev", train, "--model", model, "--set", "c2=0.01")
     assert status == 0, err
     assert "dev chunk F1 100.00" in out
     assert load_model(model, return_metadata=True)[1]["columns"] == ["word", "pos", "chunk"]
-    status, out, err = run(capsys, "evaluate", "--model", model, "--format", "conll", train)
+    status, out, err = run(capsys, "evaluate", "--model", model, train)
     assert out.splitlines() == ["accuracy 100.00", "chunk F1 100.00"]
-    status, out, err = run(capsys, "predict", "--model", model, "--format", "conll", train)
+    status, out, err = run(capsys, "predict", "--model", model, train)
     assert out == text
+    status, out, err = run(capsys, "predict", "--model", model, "--format", "text", train)
+    assert_user_error(status, err)
 
 
 @pytest.fixture(scope="module")
