@@ -103,6 +103,18 @@ def _slot(table, key):
     return s
 
 
+@njit(internal=True)
+def _grown(old):
+    """``old`` rehashed into a table twice its size."""
+    table = np.zeros(2 * old.shape[0], dtype=np.int64)
+    for r in range(0, old.shape[0], 2):
+        if old[r] != 0:
+            s = _slot(table, old[r])
+            table[2 * s] = old[r]
+            table[2 * s + 1] = old[r + 1]
+    return table
+
+
 @njit
 def learn_columns(keys):
     """The vocabulary of ``keys``: one column per distinct key, in first-seen order.
@@ -112,7 +124,7 @@ def learn_columns(keys):
     position in ``keys`` of column ``c``'s first key.
     """
     table = np.zeros(32, dtype=np.int64)
-    first = np.empty(16, dtype=np.int64)
+    first = np.empty(keys.shape[0], dtype=np.int64)
     n = 0
     for e in range(keys.shape[0]):
         s = _slot(table, keys[e])
@@ -120,20 +132,10 @@ def learn_columns(keys):
             continue
         table[2 * s] = keys[e]
         table[2 * s + 1] = n
-        if n == first.shape[0]:
-            grown = np.empty(2 * n, dtype=np.int64)
-            grown[:n] = first
-            first = grown
         first[n] = e
         n += 1
         if 4 * n > table.shape[0]:
-            old = table
-            table = np.zeros(2 * old.shape[0], dtype=np.int64)
-            for r in range(0, old.shape[0], 2):
-                if old[r] != 0:
-                    t = _slot(table, old[r])
-                    table[2 * t] = old[r]
-                    table[2 * t + 1] = old[r + 1]
+            table = _grown(table)
     return table, first[:n].copy()
 
 
