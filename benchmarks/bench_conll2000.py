@@ -36,10 +36,10 @@ memory is its own:
   "perceptron", "sparsemap", "margin_sparsemap") with ``--max-iter-online``
   epochs (default 10), and the row "bcfw": ``loss="hinge"`` trained with
   ``solver="bcfw"`` (block-coordinate Frank-Wolfe, as many passes; its
-  duality gap is computed after the last one and listed below the table). ``--n-jobs 1,2`` (the default) trains loss="crf" once
-  with each value; the other losses use the last one. A row of ours is
-  skipped with a message while ``from sksparse_struct import LinearChainCRF``
-  fails.
+  duality gap is computed after the last one and listed below the table).
+  ``--n-jobs 1,2`` (the default) trains loss="crf" once with each value;
+  the other losses use the last one. A row of ours is skipped with a
+  message while ``from sksparse_struct import LinearChainCRF`` fails.
 
 For each model: chunk F1 on test (conlleval-exact, in percent; computed with
 ``sksparse_struct.metrics.chunk_f1_score`` when it exists *and* with a local
@@ -74,7 +74,29 @@ and the peers from PyPI (python-crfsuite ships manylinux wheels)::
     benchenv/bin/pip install sklearn-crfsuite   # pulls python-crfsuite
     benchenv/bin/python benchmarks/bench_conll2000.py --data DIR
 
-The table is printed as a reStructuredText "simple table", ready to paste in
+End to end
+----------
+A second table measures what a user runs, raw columns in and labels out,
+with the same template (``--no-end-to-end`` leaves it out):
+
+* sklearn-crfsuite: its users' features, the local ``template_features``
+  (a Python function building one dict per token, as sklearn-crfsuite's
+  tutorials do), then ``fit`` / ``predict`` on them; end-to-end fit seconds
+  are the features of the training sentences plus ``fit``, end-to-end
+  predict the features of the test sentences plus ``predict`` (both steps
+  measured in the model's child process);
+* ours: ``Pipeline([TokenFeatures(preset="conll2000", output="matrix"),
+  LinearChainCRF(loss="crf", ...)])`` fitted on the raw training sentences
+  (``read_conll``'s dicts of columns) and predicting the raw test sentences,
+  once per ``--n-jobs`` value, each in its own child process (after a
+  warm-up of the pipeline on 20 sentences, listed below the table), when
+  ``--losses`` includes ``crf``.
+
+Targets of issue 28: end-to-end predict throughput at least 5x
+sklearn-crfsuite's, end-to-end fit time at most 0.5x, chunk F1 within 0.1
+of ours on feature dicts.
+
+The tables are printed as reStructuredText "simple tables", ready to paste in
 ``doc/benchmarks.rst``.
 """
 
@@ -278,8 +300,8 @@ def peak_rss_mb():
     return rss / 2**20 if sys.platform == "darwin" else rss / 1024
 
 
-def load_data(cfg):
-    """Read and featurize train/test in this process; returns a dict."""
+def raw_data(cfg):
+    """Read train/test in this process: raw sentences (dicts of columns) and labels."""
     reader = library_reader() if cfg["reader"] == "library" else read_conll_local
     t0 = time.perf_counter()
     X_train, y_train = reader(os.path.join(cfg["data"], "train.txt"))
@@ -288,6 +310,16 @@ def load_data(cfg):
     if cfg["n_train"] is not None:
         X_train, y_train = X_train[: cfg["n_train"]], y_train[: cfg["n_train"]]
         X_test, y_test = X_test[: cfg["n_test"]], y_test[: cfg["n_test"]]
+    return dict(X_train=X_train, y_train=y_train, X_test=X_test, y_test=y_test,
+                read_s=read_s)
+
+
+def load_data(cfg):
+    """Read and featurize train/test in this process; returns a dict."""
+    raw = raw_data(cfg)
+    X_train, y_train, X_test, y_test, read_s = (
+        raw[k] for k in ("X_train", "y_train", "X_test", "y_test", "read_s"))
+    del raw
     t0 = time.perf_counter()
     if cfg["features"] == "library":
         tf = library_featurizer()
@@ -302,7 +334,58 @@ def load_data(cfg):
                 read_s=read_s, feat_s=feat_s)
 
 
+def run_child_end_to_end(cfg):
+    """Ours, raw columns in and labels out: TokenFeatures(output="matrix") + the CRF."""
+    from sklearn.pipeline import Pipeline
+    from sksparse_struct.feature_extraction import TokenFeatures
+
+    res = {"model": "ours end to end", "loss": cfg["loss"], "max_iter": cfg["max_iter"],
+           "n_jobs": cfg["n_jobs"]}
+    cls, why = our_estimator_class()
+    if cls is None:
+        return dict(res, skipped=why)
+
+    def make(max_iter):
+        return Pipeline([
+            ("features", TokenFeatures(preset="conll2000", output="matrix")),
+            ("crf", cls(loss="crf", c1=cfg["c1"], c2=cfg["c2"], max_iter=max_iter,
+                        n_jobs=cfg["n_jobs"], random_state=0, verbose=cfg["verbose"])),
+        ])
+
+    raw = raw_data(cfg)
+    X_train, y_train, X_test, y_test = (raw[k] for k in ("X_train", "y_train", "X_test",
+                                                         "y_test"))
+    res.update(read_s=raw["read_s"], n_train_sent=len(X_train),
+               n_train_tok=sum(map(len, X_train)), n_test_sent=len(X_test),
+               n_test_tok=sum(map(len, X_test)), rss_before_fit=peak_rss_mb())
+    t0 = time.perf_counter()
+    make(2).fit(X_train[:WARMUP_SENTENCES], y_train[:WARMUP_SENTENCES]).predict(
+        X_test[:WARMUP_SENTENCES])
+    res["warmup_s"] = time.perf_counter() - t0
+    model = make(cfg["max_iter"])
+    t0, c0 = time.perf_counter(), time.process_time()
+    model.fit(X_train, y_train)
+    res["fit_s"] = time.perf_counter() - t0
+    res["fit_cpu_s"] = time.process_time() - c0
+    res["n_iter"] = n_iterations(model[-1])
+    res["n_features"] = len(model[0].feature_names_)
+    t0, c0 = time.perf_counter(), time.process_time()
+    y_pred = model.predict(X_test)
+    res["predict_s"] = time.perf_counter() - t0
+    res["predict_cpu_s"] = time.process_time() - c0
+    res["tok_s"] = res["n_test_tok"] / res["predict_s"]
+    res["f1_local"] = 100 * chunk_f1_local(y_test, [list(p) for p in y_pred])
+    lib_f1 = library_chunk_f1()
+    if lib_f1 is not None:
+        res["f1_library"] = 100 * float(lib_f1(y_test, y_pred))
+    res["f1"] = res.get("f1_library", res["f1_local"])
+    res["rss_peak"] = peak_rss_mb()
+    return res
+
+
 def run_child(cfg):
+    if cfg["model"] == "ours end to end":
+        return run_child_end_to_end(cfg)
     res = {"model": cfg["model"], "loss": cfg["loss"], "max_iter": cfg["max_iter"],
            "n_jobs": 1 if cfg["model"] == "sklearn-crfsuite" else cfg["n_jobs"]}
     if cfg["model"] == "sklearn-crfsuite":
@@ -332,6 +415,17 @@ def run_child(cfg):
                n_train_sent=len(F_train), n_train_tok=sum(map(len, F_train)),
                n_test_sent=len(F_test), n_test_tok=sum(map(len, F_test)),
                rss_before_fit=peak_rss_mb())
+
+    if cfg["model"] == "sklearn-crfsuite" and cfg.get("end_to_end"):
+        # The users' own features, timed on the raw sentences (the model
+        # below is trained on them when --features local, on TokenFeatures'
+        # otherwise: the same features).
+        raw = raw_data(cfg)
+        for part in ("train", "test"):
+            t0 = time.perf_counter()
+            features = [template_features(s) for s in raw[f"X_{part}"]]
+            res[f"user_feat_{part}_s"] = time.perf_counter() - t0
+            res[f"user_feat_{part}_dicts"] = sum(map(len, features))
 
     if cfg["model"] != "sklearn-crfsuite":
         # Loads (or compiles) the numba kernels of fit and predict, which a
@@ -471,6 +565,8 @@ def build_report(results, args):
                 and "fit_s" in r), None)
     rows, notes = [], []
     for r in results:
+        if r["model"] == "ours end to end":
+            continue
         name = (f"{r['model']} {r['loss']} n_jobs={r.get('n_jobs')}" if r["model"] == "ours"
                 else r["model"])
         if "fit_s" not in r:
@@ -524,6 +620,7 @@ def build_report(results, args):
         "",
     ]
     lines += notes
+    lines += end_to_end_report(results, ref)
     try:
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         lines += ["", f"load average at the end (1, 5, 15 min): {load}"]
@@ -537,6 +634,48 @@ def build_report(results, args):
         "ratio <= 1.0, tok/s ratio >= 1.0 (same run)",
     ]
     return lines
+
+
+def end_to_end_report(results, ref):
+    """The end-to-end table (raw columns in, labels out) and its notes."""
+    ours = [r for r in results if r["model"] == "ours end to end"]
+    if not ours:
+        return []
+    lines = ["", "End to end (raw columns in, labels out): fit s = features of the "
+             "training sentences + fit, predict tok/s = test tokens / (features of the "
+             "test sentences + predict); ratios = ours / sklearn-crfsuite (targets: fit "
+             "ratio <= 0.5, tok/s ratio >= 5); sklearn-crfsuite with its users' dict "
+             "features (template_features), ours Pipeline([TokenFeatures(preset="
+             "'conll2000', output='matrix'), LinearChainCRF(loss='crf')])", ""]
+    rows, notes = [], []
+    base = None
+    if ref is not None and "user_feat_train_s" in ref:
+        base = {"fit_s": ref["user_feat_train_s"] + ref["fit_s"],
+                "tok_s": ref["n_test_tok"] / (ref["user_feat_test_s"] + ref["predict_s"])}
+        rows.append(["sklearn-crfsuite", "1", f"{ref['f1']:.2f}", fmt(base["fit_s"]), "-",
+                     fmt_int(base["tok_s"]), "-"])
+        notes.append("sklearn-crfsuite end to end: template_features "
+                     f"{fmt(ref['user_feat_train_s'])} s on train, "
+                     f"{fmt(ref['user_feat_test_s'])} s on test; fit {fmt(ref['fit_s'])} s, "
+                     f"predict {fmt(ref['predict_s'])} s")
+    for r in ours:
+        name = f"ours end to end n_jobs={r.get('n_jobs')}"
+        if "fit_s" not in r:
+            notes.append(f"skipped: {name} ({r.get('skipped') or r.get('failed')})")
+            continue
+        fit_ratio = tok_ratio = None
+        if base is not None:
+            fit_ratio = r["fit_s"] / base["fit_s"]
+            tok_ratio = r["tok_s"] / base["tok_s"]
+        rows.append(["ours (pipeline)", r["n_jobs"], f"{r['f1']:.2f}", fmt(r["fit_s"]),
+                     fmt(fit_ratio), fmt_int(r["tok_s"]), fmt(tok_ratio)])
+        notes.append(f"{name}: {r['n_features']:,} features, {r['n_iter']} iterations, "
+                     f"CPU time of this process in fit {fmt(r['fit_cpu_s'])} s and in predict "
+                     f"{fmt(r['predict_cpu_s'])} s, warm-up {fmt(r['warmup_s'])} s (not in "
+                     f"fit s), peak RSS {fmt(r['rss_peak'])} MB")
+    header = ["model", "n_jobs", "chunk F1", "fit s", "fit ratio", "predict tok/s",
+              "tok/s ratio"]
+    return lines + [rst_table(header, rows), ""] + notes
 
 
 def main(argv=None):
@@ -562,6 +701,8 @@ def main(argv=None):
                         default="auto",
                         help="TokenFeatures(preset='conll2000') or the local template "
                         "(auto: the former when importable)")
+    parser.add_argument("--no-end-to-end", action="store_true",
+                        help="leave out the end-to-end table (raw columns in, labels out)")
     parser.add_argument("--quick", action="store_true",
                         help=f"smoke run on the first {QUICK_TRAIN} training and "
                         f"{QUICK_TEST} test sentences")
@@ -612,9 +753,10 @@ def main(argv=None):
                 n_train=QUICK_TRAIN if args.quick else None,
                 n_test=QUICK_TEST if args.quick else None)
     configs, results = [], []
+    end_to_end = not args.no_end_to_end
     if not args.no_crfsuite:
         configs.append(dict(base, model="sklearn-crfsuite", loss=None,
-                            max_iter=args.max_iter))
+                            max_iter=args.max_iter, end_to_end=end_to_end))
     unavailable = []
     cls, why = our_estimator_class()
     if cls is None and losses:
@@ -626,6 +768,10 @@ def main(argv=None):
             configs.append(dict(base, model="ours", loss=loss, n_jobs=n_jobs,
                                 max_iter=args.max_iter if loss == "crf"
                                 else args.max_iter_online))
+    if end_to_end and cls is not None and "crf" in losses:
+        for n_jobs in n_jobs_list:
+            configs.append(dict(base, model="ours end to end", loss="crf", n_jobs=n_jobs,
+                                max_iter=args.max_iter))
     for cfg in configs:
         name = cfg["model"] + (f" loss={cfg['loss']} n_jobs={cfg['n_jobs']}"
                                if cfg["loss"] else "")
