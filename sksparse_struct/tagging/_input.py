@@ -101,13 +101,11 @@ class TokenInputMixin:
         if M.dtype != np.float64:
             M = M.astype(np.float64)
         if not np.isfinite(M.data).all():
+            # The sequence of the first bad value says what is wrong.
             i = np.flatnonzero(~np.isfinite(M.data))[0]
             row = np.searchsorted(M.indptr, i, side="right") - 1
-            s = np.searchsorted(X.offsets, row, side="right") - 1
-            raise ValueError(
-                f"X[{s}] has a non-finite feature value ({M.data[i]}) at token "
-                f"{row - X.offsets[s]}."
-            )
+            s = int(np.searchsorted(X.offsets, row, side="right")) - 1
+            _check_finite(X[s], s)
         self._check_n_features(M.shape[1], fit)
         return M, X.lengths
 

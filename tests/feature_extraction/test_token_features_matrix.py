@@ -122,7 +122,7 @@ def test_same_features_on_conll2000(shared_data):
     X, _ = read_conll(shared_data / "conll2000" / "train.txt",
                       columns=("word", "pos", "chunk"), label="chunk")
     for preset in ("conll2000", "pos"):
-        assert_same_features({"preset": preset}, X[:400], X[400:600])
+        assert_same_features({"preset": preset}, X[:150], X[150:250])
 
 
 @pytest.mark.parametrize("kind", ["tuple", "dict", "list"])
