@@ -1,7 +1,9 @@
 """Feature extraction for sequence models, as scikit-learn transformers.
 
 :class:`TokenFeatures` turns sequences of tokens (words, or tuples / dicts of
-columns such as word and part of speech) into sequences of feature dicts;
+columns such as word and part of speech) into sequences of feature dicts, or
+with ``output="matrix"`` straight into a :class:`StackedSequences` (the
+sparse matrix of every token, also the list of per-sequence matrices);
 :class:`SequenceVectorizer` turns sequences of feature dicts into one sparse
 matrix per sequence; :class:`ArcFeatures` encodes sentences for the
 dependency parser's hashed arc features; :class:`ArgumentFeatures` turns
