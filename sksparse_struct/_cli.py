@@ -50,8 +50,9 @@ def _tagger(preset, word_column="word", columns=("word", "pos")):
     from .tagging import LinearChainCRF
 
     return Pipeline([
+        # Compiled features: the same as the dicts', without building them.
         ("features", TokenFeatures(preset=preset, word_column=word_column,
-                                   columns=tuple(columns))),
+                                   columns=tuple(columns), output="matrix")),
         ("tagger", LinearChainCRF()),
     ])
 
