@@ -56,7 +56,7 @@ def _fit_predict(tagger, X_fit, y_fit, X_pred):
     return tagger, predictions, perf_counter() - start
 
 
-class ColumnTagger(TagsMixin, TransformerMixin, BaseEstimator):
+class ColumnTagger(TagsMixin, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """Replace token columns (UPOS, XPOS, ...) by the predictions of fitted taggers.
 
     A transformer for parsing text without gold tags. ``fit`` learns one
