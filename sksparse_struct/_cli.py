@@ -51,6 +51,11 @@ def _tagger(preset, word_column="word", columns=("word", "pos")):
     from .feature_extraction import TokenFeatures
     from .tagging import LinearChainCRF
 
+    if preset == "pos":
+        # Tags of a CoNLL-U column from the words: ColumnTagger's tagger.
+        from .tagging._column_tagger import default_tagger
+
+        return default_tagger(word_column)
     return Pipeline([
         # Compiled features: the same as the dicts', without building them.
         ("features", TokenFeatures(preset=preset, word_column=word_column,

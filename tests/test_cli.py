@@ -68,9 +68,10 @@ def upos_model(data, tmp_path_factory):
 def test_tagger_on_conllu(data, upos_model, capsys, tmp_path):
     model, metadata = load_model(upos_model, return_metadata=True)
     assert metadata["task"] == "tagger" and metadata["label"] == "upos"
-    assert model.get_params()["tagger__max_iter"] == 20
+    assert model.get_params()["linearchaincrf__max_iter"] == 20
     assert metadata["summary"]["sentences"] == 360
-    assert metadata["summary"]["settings"] == {"tagger__max_iter": "20", "tagger__tol": "None"}
+    assert metadata["summary"]["settings"] == {"linearchaincrf__max_iter": "20",
+                                                   "linearchaincrf__tol": "None"}
 
     status, out, err = run(capsys, "evaluate", "--model", upos_model, data / "ewt-test.conllu")
     assert status == 0, err
@@ -100,7 +101,7 @@ def test_info(upos_model, capsys):
     assert fields["estimator"] == "TokenFeatures -> LinearChainCRF"
     assert "training sentences 360" in out
     status, out, _ = run(capsys, "info", upos_model, "--params")
-    assert "param tagger__max_iter 20" in out
+    assert "param linearchaincrf__max_iter 20" in out
 
 
 def test_tagger_on_column_files_reports_chunk_f1(tmp_path, capsys):
