@@ -253,3 +253,21 @@ def test_console_script_output_is_clean_when_piped(data, upos_model, tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
     assert done.stderr.startswith("sksparse-struct: error:") and "Traceback" not in done.stderr
+
+
+def test_progress_goes_to_standard_error(data, tmp_path, capsys):
+    status, out, err = run(capsys, "train", "parser", "--train", data / "ewt-train.conllu",
+                           "--model", tmp_path / "p.joblib", "--set", "max_iter=1",
+                           "--set", "tol=None", "--progress")
+    assert status == 0, err
+    # The epochs and the ticker's last line on standard error; results alone on standard output.
+    assert "[sksparse-struct] training a parser on 360 sentences" in err
+    assert "[SparseMAPParser] epoch 1/1" in err and "done in" in err
+    assert out.splitlines()[0].startswith("trained in ")
+    assert "epoch" not in out
+    # The saved model does not keep the progress display on.
+    assert load_model(tmp_path / "p.joblib").verbose == 0
+    status, out, err = run(capsys, "predict", "--model", tmp_path / "p.joblib",
+                           data / "ewt-test.conllu", "--progress")
+    assert "[predict_file] done: 100 sentences" in err
+    assert out.startswith("# newdoc id")
