@@ -271,3 +271,14 @@ def test_progress_goes_to_standard_error(data, tmp_path, capsys):
                            data / "ewt-test.conllu", "--progress")
     assert "[predict_file] done: 100 sentences" in err
     assert out.startswith("# newdoc id")
+
+
+def test_a_taggers_plain_text_output_reads_back(data, upos_model, tmp_path, capsys):
+    output = tmp_path / "tagged.conllu"
+    status, out, err = run(capsys, "predict", "--model", upos_model, data / "ewt-test.txt",
+                           "--output", output)
+    assert status == 0, err
+    # No trees (HEAD "_"), which the tagging reader does not need.
+    X, y = read_conll(output, label="upos", format="conllu")
+    assert len(X) > 50 and all(tag != "_" for tags in y for tag in tags)
+    assert y == load_model(upos_model).predict(X)

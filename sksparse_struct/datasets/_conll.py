@@ -11,7 +11,7 @@ import re
 import numpy as np
 
 from . import _stream
-from ._conllu import parse_conllu
+from ._conllu import parse_treebank
 from ._stream import BLANK_LINES, TextSource, sentence_pieces, source_name
 
 __all__ = ["iter_conll", "read_conll"]
@@ -218,29 +218,18 @@ def _conllu_columns(columns, label, default_columns):
     return columns
 
 
-def _feats_text(feats):
-    # The FEATS column as written ("_" when empty): the strict parser has
-    # checked its form, and dicts keep the file's order.
-    if not feats:
-        return "_"
-    return "|".join(f"{name}={value}" for name, value in feats.items())
-
-
-def _parse_conllu_tokens(lines, source, columns, label, first_line=1):
-    sentences = parse_conllu(lines, source, first_line)
-    fields = {"word": "form", "lemma": "lemma", "upos": "upos", "xpos": "xpos"}
-    keys = [c for c in columns if c != label]
-    X, y = [], []
-    for sentence in sentences:
-        tokens = []
-        for word in sentence:
-            token = {}
-            for key in keys:
-                token[key] = _feats_text(word["feats"]) if key == "feats" else word[fields[key]]
-            tokens.append(token)
-        X.append(tokens)
-        if label is not None:
-            y.append([word[label] for word in sentence])
+def _parse_conllu_tokens(piece, source, columns, label, first_line=1):
+    # The treebank parser, with HEAD free to be "_": a tagger's files need no
+    # trees (a tagger's own output on plain text has none).
+    sentences = parse_treebank(piece, source, first_line, heads_required=False)[0]
+    fields = {"word": "form", "lemma": "lemma", "upos": "upos", "xpos": "xpos",
+              "feats": "feats"}
+    keys = [(c, fields[c]) for c in columns if c != label]
+    X = [[{key: word[field] for key, field in keys} for word in sentence]
+         for sentence in sentences]
+    y = []
+    if label is not None:
+        y = [[word[label] for word in sentence] for sentence in sentences]
     return X, y
 
 
@@ -468,6 +457,6 @@ def _conll_pieces(text, format, columns, label):
     for piece, first_line in sentence_pieces(text.fragments(), BLANK_LINES[format],
                                              min_chars=_stream.PIECE_CHARS):
         if format == "conllu":
-            yield _parse_conllu_tokens(_lines(piece), text.source, columns, label, first_line)
+            yield _parse_conllu_tokens(piece, text.source, columns, label, first_line)
         else:
             yield _parse_columns(piece, text.source, columns, label, first_line)

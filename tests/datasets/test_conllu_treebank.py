@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sksparse_struct.datasets import load_ewt_sample, read_conllu, write_conllu
-from sksparse_struct.datasets._conll import _feats_text
+from sksparse_struct.datasets._predict_file import _feats_text
 from sksparse_struct.datasets._conllu import UPOS_TAGS, parse_conllu
 from sksparse_struct.utils import first_bad_tree, tree_error
 
