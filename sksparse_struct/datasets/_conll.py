@@ -252,7 +252,8 @@ def read_conll(path, columns=("word", "pos", "chunk"), label="chunk", *, format=
     ``"feats"`` (the FEATS column as written, ``"_"`` when empty), minus the
     label. Only syntactic words are kept: multiword-token lines (ID
     ``1-2``, e.g. "don't", whose words "do" and "n't" follow) and empty
-    nodes (ID ``8.1``) are skipped.
+    nodes (ID ``8.1``) are skipped. The trees are not read: HEAD may be
+    ``"_"``, as in a tagger's output on plain text.
 
     Parameters
     ----------
