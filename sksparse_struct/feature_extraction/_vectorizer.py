@@ -25,6 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..utils._estimator import TagsMixin
 from ..utils._sklearn_compat import fit_context
+from ._stacked import StackedSequences
 
 __all__ = ["SequenceVectorizer"]
 
@@ -503,21 +504,7 @@ class SequenceVectorizer(TagsMixin, TransformerMixin, BaseEstimator, auto_wrap_o
     @staticmethod
     def _split(stacked, lengths):
         """Cut a stacked CSR matrix into one CSR matrix per sequence."""
-        indptr, indices, data = stacked.indptr, stacked.indices, stacked.data
-        n_features = stacked.shape[1]
-        out = []
-        start = 0
-        for length in lengths.tolist():
-            stop = start + length
-            lo, hi = indptr[start], indptr[stop]
-            out.append(
-                sp.csr_matrix(
-                    (data[lo:hi], indices[lo:hi], indptr[start : stop + 1] - lo),
-                    shape=(length, n_features),
-                )
-            )
-            start = stop
-        return out
+        return list(StackedSequences(stacked, lengths))
 
     def fit_transform(self, X, y=None):
         """Learn the vocabulary and return one sparse matrix per sequence.
