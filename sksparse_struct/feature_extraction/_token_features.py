@@ -14,10 +14,11 @@ computed once per distinct word within a call.
 With ``output="matrix"`` no dict is built: each distinct string of a call
 is hashed once (``_token_features_fast.hash_ranges``), and compiled kernels
 combine the hashes of every token's templates into 64-bit feature keys and
-look them up in the vocabulary learnt by ``fit``.
+look them up in the vocabulary learnt by ``fit`` (``_token_hashing``). The
+attributes derived from a word (flags, shapes, affixes) are defined once,
+for both outputs, in ``_token_attributes``.
 """
 
-import unicodedata
 from collections import deque
 from itertools import repeat
 from numbers import Integral
@@ -32,6 +33,8 @@ from ..utils._estimator import TagsMixin
 from ..utils._sklearn_compat import StrOptions
 from . import _token_features_fast as fast
 from ._stacked import StackedSequences
+from ._token_attributes import _FLAGS, ALL_FLAGS, _is_affix, _is_word_attr, _WordInfo
+from ._token_hashing import _HashedTokens, _TemplateTable, _Vocabulary
 
 __all__ = ["TokenFeatures", "CONLL2000_TEMPLATES"]
 
@@ -59,23 +62,6 @@ CONLL2000_TEMPLATES = (
     (("pos", -1), ("pos", 0), ("pos", 1)),
     (("pos", 0), ("pos", 1), ("pos", 2)),
 )
-
-# Boolean spelling flags of a word.
-_FLAGS = {
-    "is_title": str.istitle,
-    "is_upper": str.isupper,
-    "is_lower": str.islower,
-    "is_digit": str.isdigit,
-    "has_digit": lambda w: any(c.isdigit() for c in w),
-    "has_upper": lambda w: any(c.isupper() for c in w),
-    "has_hyphen": lambda w: "-" in w,
-    "is_punct": lambda w: bool(w)
-    and all(unicodedata.category(c).startswith("P") for c in w),
-}
-ALL_FLAGS = tuple(_FLAGS)
-
-# Attributes derived from the word; any other attribute name is a column.
-_WORD_ATTRS = ("w", "lower", "shape", "short_shape")
 
 _BASE = {
     "window": 0,
@@ -125,39 +111,6 @@ _PRESETS = {
         "bos_eos": True,
     },
 }
-
-
-def _is_affix(attr):
-    return attr[:6] in ("prefix", "suffix") and attr[6:].isdigit() and int(attr[6:]) > 0
-
-
-def _is_word_attr(attr):
-    """Whether an attribute is derived from the word (else it is a column)."""
-    return attr in _WORD_ATTRS or attr in _FLAGS or _is_affix(attr)
-
-
-def word_shape(word):
-    """The shape of a word: upper-case letters become ``X``, lower-case ``x``,
-    digits ``d``; other characters are kept.
-
-    >>> from sksparse_struct.feature_extraction._token_features import (
-    ...     short_word_shape, word_shape)
-    >>> word_shape("McDonald's-2"), short_word_shape("McDonald's-2")
-    ("XxXxxxxx'x-d", "XxXx'x-d")
-    """
-    return "".join(
-        "X" if c.isupper() else "x" if c.islower() else "d" if c.isdigit() else c
-        for c in word
-    )
-
-
-def short_word_shape(word):
-    """:func:`word_shape` with runs of the same character collapsed."""
-    out = []
-    for c in word_shape(word):
-        if not out or out[-1] != c:
-            out.append(c)
-    return "".join(out)
 
 
 def _offsets(window, name):
@@ -294,204 +247,6 @@ class _Plan:
             )
         name = "|".join(f"{a}[{o}]" for a, o in parts)
         return name, tuple(parts), kinds.pop()
-
-
-class _WordInfo(dict):
-    """word -> tuple of derived attribute values, computed on first use."""
-
-    def __init__(self, attrs):
-        super().__init__()
-        funcs = []
-        for attr in attrs:
-            if attr == "lower":
-                funcs.append(str.lower)
-            elif attr == "shape":
-                funcs.append(word_shape)
-            elif attr == "short_shape":
-                funcs.append(short_word_shape)
-            elif attr in _FLAGS:
-                funcs.append(_FLAGS[attr])
-            elif attr.startswith("prefix"):
-                k = int(attr[6:])
-                funcs.append(lambda w, k=k: w[:k] if len(w) >= k else None)
-            else:
-                k = int(attr[6:])
-                funcs.append(lambda w, k=k: w[-k:] if len(w) >= k else None)
-        self.funcs = funcs
-
-    def __missing__(self, word):
-        info = self[word] = tuple(f(word) for f in self.funcs)
-        return info
-
-
-# --- output="matrix": hashed features --------------------------------------
-
-
-def _code_points(strings):
-    """All the strings' code points in one array, with where each starts and its length."""
-    code_points = np.frombuffer(
-        "".join(strings).encode("utf-32-le", "surrogatepass"), dtype=np.uint32
-    )
-    lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
-    return code_points, np.cumsum(lengths) - lengths, lengths
-
-
-def _hash_strings(strings):
-    """Deterministic 64-bit hashes (never 0) of strings, by their code points.
-
-    Python's ``hash`` of a string changes from one process to the next; these
-    do not, so a pickled vocabulary works anywhere.
-    """
-    code_points, starts, lengths = _code_points(list(strings))
-    out = np.empty(len(starts), dtype=np.int64)
-    fast.hash_ranges(code_points, starts, starts + lengths, out)
-    return out
-
-
-def _factorize(values):
-    """``(distinct values in first-seen order, int64 code of every value)``."""
-    index = dict.fromkeys(values)
-    distinct = list(index)
-    index = dict(zip(distinct, range(len(distinct))))
-    codes = np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values))
-    return distinct, codes
-
-
-def _affix_hashes(words, attr):
-    """Hashes of ``prefix{k}`` / ``suffix{k}`` of distinct words (0: shorter than k)."""
-    k = int(attr[6:])
-    code_points, starts, lengths = _code_points(words)
-    if attr.startswith("suffix"):
-        starts = starts + lengths - k
-    out = np.empty(len(words), dtype=np.int64)
-    fast.hash_ranges(code_points, starts, starts + k, out)
-    out[lengths < k] = 0
-    return out
-
-
-class _HashedTokens:
-    """The attribute hashes of every token of one call, and the strings behind them.
-
-    ``attrs[a, i]`` is the hash of attribute ``names[a]`` at token ``i``
-    (sequences stacked), 0 when absent.
-    """
-
-    def __init__(self, plan, cols, lengths):
-        self.lengths = np.asarray(lengths, dtype=np.int64)
-        n_tokens = int(self.lengths.sum())
-        self.names = (("w",) if plan.needs_word else ()) + plan.word_attrs + plan.columns
-        self.attrs = np.zeros((len(self.names), n_tokens), dtype=np.int64)
-        # attribute -> (distinct strings, codes of the tokens); derived word
-        # attributes share the words' (their values are computed when named)
-        self.sources = {}
-        row = 0
-        if plan.needs_word:
-            words, codes = _factorize(cols[plan.word_column])
-            word_info = _WordInfo(plan.word_attrs)
-            self.attrs[row] = _hash_strings(words)[codes]
-            self.sources["w"] = (words, codes)
-            row += 1
-            for attr, func in zip(plan.word_attrs, word_info.funcs):
-                if _is_affix(attr):
-                    hashes = _affix_hashes(words, attr)
-                elif attr in _FLAGS:
-                    hashes = np.fromiter(map(func, words), dtype=bool, count=len(words))
-                    hashes = hashes.astype(np.int64)
-                else:
-                    hashes = _hash_strings(map(func, words))
-                self.attrs[row] = hashes[codes]
-                self.sources[attr] = (words, codes)
-                row += 1
-        for column in plan.columns:
-            distinct, codes = _factorize(cols[column])
-            self.attrs[row] = _hash_strings(distinct)[codes]
-            self.sources[column] = (distinct, codes)
-            row += 1
-
-
-class _TemplateTable:
-    """The templates of a plan as the arrays of ``fast.token_keys``.
-
-    Besides the plan's templates: ``bias`` everywhere and ``__BOS__`` /
-    ``__EOS__`` on the first / last token, as the plan asks.
-    """
-
-    def __init__(self, plan, attr_names):
-        position = {a: k for k, a in enumerate(attr_names)}
-        rows = [(name, parts, kind, fast.EVERYWHERE) for name, parts, kind in plan.templates]
-        if plan.bias:
-            rows.append(("bias", (), "flag", fast.EVERYWHERE))
-        if plan.bos_eos:
-            rows.append(("__BOS__", (), "flag", fast.FIRST))
-            rows.append(("__EOS__", (), "flag", fast.LAST))
-        self.rows = rows
-        self.seed = _hash_strings(name for name, _, _, _ in rows)
-        self.where = np.array([w for _, _, _, w in rows], dtype=np.int64)
-        sizes = [len(parts) for _, parts, _, _ in rows]
-        self.part_ptr = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=self.part_ptr[1:])
-        parts = [p for _, ps, _, _ in rows for p in ps]
-        self.part_attr = np.array([position[a] for a, _ in parts], dtype=np.int64)
-        self.part_offset = np.array([o for _, o in parts], dtype=np.int64)
-
-    def keys(self, hashed):
-        return fast.token_keys(hashed.attrs, hashed.lengths, self.seed, self.where,
-                               self.part_ptr, self.part_attr, self.part_offset)
-
-
-
-class _Vocabulary:
-    """The columns ``fit`` learnt: their hash table, and what names them.
-
-    Column ``c`` is template ``template[c]`` with the values
-    ``strings[a][codes[c, p]]`` of its parts ``(a, o)`` (the function of a
-    derived word attribute applied). Names are built when first asked for.
-    """
-
-    def __init__(self, templates, hashed, keys, indptr, template):
-        self.table, first = fast.learn_columns(keys)
-        self.n_columns = len(first)
-        self.rows = [(name, parts, kind) for name, parts, kind, _ in templates.rows]
-        self.template = template[first]
-        tokens = np.searchsorted(indptr, first, side="right") - 1
-        width = max([len(parts) for _, parts, _ in self.rows], default=0)
-        self.codes = np.zeros((self.n_columns, width), dtype=np.int64)
-        for t, (_, parts, kind) in enumerate(self.rows):
-            if kind == "flag":
-                continue
-            cols = np.flatnonzero(self.template == t)
-            for p, (attr, offset) in enumerate(parts):
-                self.codes[cols, p] = hashed.sources[attr][1][tokens[cols] + offset]
-        self.strings = {attr: distinct for attr, (distinct, _) in hashed.sources.items()}
-        self._names = None
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["_names"] = None
-        return state
-
-    def names(self):
-        """The name SequenceVectorizer would give each column."""
-        if self._names is not None:
-            return self._names
-        names = [None] * self.n_columns
-        for t, (name, parts, kind) in enumerate(self.rows):
-            cols = np.flatnonzero(self.template == t).tolist()
-            if kind == "flag":
-                for c in cols:
-                    names[c] = name
-                continue
-            values = []
-            for p, (attr, _) in enumerate(parts):
-                strings = self.strings[attr]
-                column = [strings[k] for k in self.codes[cols, p].tolist()]
-                if _is_word_attr(attr) and attr != "w":
-                    column = list(map(_WordInfo((attr,)).funcs[0], column))
-                values.append(column)
-            for c, value in zip(cols, map("|".join, zip(*values))):
-                names[c] = f"{name}={value}"
-        self._names = names
-        return names
 
 
 def _token_error(i, j, message):

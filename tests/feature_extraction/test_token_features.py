@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from sklearn.base import clone
 
 from sksparse_struct.feature_extraction import CONLL2000_TEMPLATES, TokenFeatures
-from sksparse_struct.feature_extraction._token_features import (
+from sksparse_struct.feature_extraction._token_attributes import (
     short_word_shape,
     word_shape,
 )

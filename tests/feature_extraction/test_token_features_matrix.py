@@ -24,7 +24,8 @@ from sksparse_struct.feature_extraction import (
     StackedSequences,
     TokenFeatures,
 )
-from sksparse_struct.feature_extraction._token_features import ALL_FLAGS, _hash_strings
+from sksparse_struct.feature_extraction._token_attributes import ALL_FLAGS
+from sksparse_struct.feature_extraction._token_hashing import _hash_strings
 
 SENTENCES = [
     [("He", "PRP"), ("reckons", "VBZ"), ("the", "DT"), ("current-account", "JJ"),
