@@ -32,7 +32,7 @@ setup(
     extras_require={
         # PyLBFGS: the liblbfgs binding that the L-BFGS tests compare with;
         # dask: predict_file on a dask cluster (a LocalCluster in the tests).
-        "test": ["pytest", "hypothesis", "PyLBFGS", "dask[distributed]"],
+        "test": ["pytest", "pytest-xdist", "hypothesis", "PyLBFGS", "dask[distributed]"],
         "benchmark": ["entmax", "torch", "sklearn-crfsuite", "networkx"],
         "doc": ["sphinx", "numpydoc", "matplotlib"],
         "examples": ["matplotlib"],
