@@ -45,23 +45,25 @@ class CommandError(Exception):
 # --------------------------------------------------------------------------
 # Models for each task
 
-def _tagger(preset, word_column="word", columns=("word", "pos")):
+def _chunker(columns):
+    """A column file with a ``pos`` column: the CRFsuite CoNLL-2000 template and the CRF."""
     from sklearn.pipeline import Pipeline
 
     from .feature_extraction import TokenFeatures
     from .tagging import LinearChainCRF
 
-    if preset == "pos":
-        # Tags of a CoNLL-U column from the words: ColumnTagger's tagger.
-        from .tagging._column_tagger import default_tagger
-
-        return default_tagger(word_column)
     return Pipeline([
         # Compiled features: the same as the dicts', without building them.
-        ("features", TokenFeatures(preset=preset, word_column=word_column,
-                                   columns=tuple(columns), output="matrix")),
+        ("features", TokenFeatures(preset="conll2000", columns=columns, output="matrix")),
         ("tagger", LinearChainCRF()),
     ])
+
+
+def _word_tagger():
+    """Tags from the words alone (a CoNLL-U column): ColumnTagger's tagger."""
+    from .tagging._column_tagger import default_tagger
+
+    return default_tagger("word")
 
 
 def _parser():
@@ -229,7 +231,7 @@ def _set_progress(model, on):
     """Turn on the ``verbose`` of every step that has one, for a progress display."""
     if not on:
         return
-    verbose = {k: 1 for k, v in _verbose_params(model).items() if not v}
+    verbose = {k: 1 for k, v in _params_named(model, "verbose").items() if not v}
     if verbose:
         model.set_params(**verbose)
 
@@ -258,19 +260,19 @@ def _progress_block(on, what):
 # Commands
 
 def _train(args):
-    _check_file(args.train, "training file") if args.task != "argument-miner" else None
-    if args.dev is not None and args.task != "argument-miner":
-        _check_file(args.dev, "dev file")
+    if args.task != "argument-miner":  # a miner reads folders, checked by _documents
+        _check_file(args.train, "training file")
+        if args.dev is not None:
+            _check_file(args.dev, "dev file")
     started = time.perf_counter()
     summary = {"train": os.path.abspath(args.train)}
     columns = label = None
     if args.task == "tagger":
         X, y, columns, label, fmt = _tagger_data(args.train, args)
-        word = "word"
-        preset = "conll2000" if fmt == "conll" and "pos" in columns and label != "pos" \
-            else "pos"
-        feature_columns = tuple(c for c in columns if c != label)
-        model = _tagger(preset, word, feature_columns)
+        if fmt == "conll" and "pos" in columns and label != "pos":
+            model = _chunker(tuple(c for c in columns if c != label))
+        else:
+            model = _word_tagger()
         summary["format"] = fmt
     elif args.task in ("parser", "tagger+parser"):
         X, y = _treebank(args.train, "training file")
@@ -282,13 +284,10 @@ def _train(args):
         model = _argument_miner(corpus)
         summary["format"] = corpus
     # The same data and settings give the same model: seeded unless --set says otherwise.
-    model.set_params(**{k: 0 for k in model.get_params(deep=True)
-                        if k == "random_state" or k.endswith("__random_state")})
+    model.set_params(**{k: 0 for k in _params_named(model, "random_state")})
     chosen = _apply_settings(model, args.set)
     if args.n_jobs is not None:
-        jobs = {k: args.n_jobs for k in model.get_params(deep=True)
-                if k == "n_jobs" or k.endswith("__n_jobs")}
-        model.set_params(**jobs)
+        model.set_params(**{k: args.n_jobs for k in _params_named(model, "n_jobs")})
     progress = _progress_on(args)
     _set_progress(model, progress)
     summary["sentences" if args.task != "argument-miner" else "documents"] = len(X)
@@ -314,18 +313,19 @@ def _train(args):
 
 def _unverbose(model):
     """The model with the progress display turned off again, for saving."""
-    model.set_params(**{k: 0 for k in _verbose_params(model)})
+    model.set_params(**{k: 0 for k in _params_named(model, "verbose")})
     return model
 
 
-def _verbose_params(model):
-    """The ``verbose`` parameters of the model's estimators, by name.
+def _params_named(model, name):
+    """``{key: value}`` of the parameter ``name`` of every estimator of the model.
 
-    A pipeline's own ``verbose`` (a bool that times its steps) is not one.
+    A pipeline's own parameters are not its estimators' (its ``verbose`` is
+    a bool that times its steps).
     """
     params = model.get_params(deep=True)
-    own = "verbose" if not hasattr(model, "steps") else None
-    return {k: v for k, v in params.items() if k == own or k.endswith("__verbose")}
+    own = name if not hasattr(model, "steps") else None
+    return {k: v for k, v in params.items() if k == own or k.endswith("__" + name)}
 
 
 def _say(message, progress):
@@ -340,8 +340,6 @@ def _load(path):
 
 def _predict_file_options(metadata, path, args):
     task = metadata["task"]
-    if task == "argument-miner":
-        raise CommandError("internal: argument miners do not predict files")
     label = metadata.get("label") or ("head" if "parser" in task else None)
     if label is None:
         raise CommandError("the model file does not say which column it predicts (it was "
@@ -350,17 +348,16 @@ def _predict_file_options(metadata, path, args):
         args.format if args.format != "auto" else "conllu" if "parser" in task else "conll")
     columns = metadata.get("columns")
     options = {"label": label, "format": fmt}
-    if columns and fmt == "conll":
-        options["columns"] = tuple(columns)
-    elif columns and fmt in ("conllu", "text") and task == "tagger":
+    # Column files name their columns; a CoNLL-U tagger the fields it reads.
+    if columns and (fmt == "conll" or task == "tagger"):
         options["columns"] = tuple(columns)
     return options
 
 
 def _predict(args):
     model, metadata = _load(args.model)
-    if args.input != "-":
-        _check_file(args.input, "input") if metadata["task"] != "argument-miner" else None
+    if metadata["task"] != "argument-miner":  # a miner reads a folder
+        _check_file(args.input, "input")
     progress = _progress_on(args)
     if metadata["task"] == "argument-miner":
         return _predict_documents(model, args, progress)

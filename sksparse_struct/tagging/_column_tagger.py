@@ -281,7 +281,9 @@ class ColumnTagger(TagsMixin, TransformerMixin, BaseEstimator, auto_wrap_output_
             X_col = [[dict(token, **{name: predicted[name][i][j] for name in previous})
                       for j, token in enumerate(sentence)] for i, sentence in enumerate(words)]
             y_col = [[token[column] for token in sentence] for sentence in X]
-            jackknife = jackknife_last or position < len(columns) - 1
+            # Held-out tags are needed for the last column's output and for the
+            # columns the later taggers read.
+            jackknife = jackknife_last or (self.feed_predicted and position < len(columns) - 1)
             tasks = [(self._new_tagger(previous, seed), X_col, y_col, None)]
             if jackknife:
                 for train, held_out in folds:

@@ -284,7 +284,31 @@ class ShortTagger(MemoTagger):
 def test_tagger_with_wrong_output():
     X, _ = _unique_sample(6)
     with pytest.raises(ValueError, match="tagger of column 'upos' did not return one tag"):
-        ColumnTagger(tagger=ShortTagger(), cv=2).fit(X)
+        # The held-out tags of the first column are checked as they come.
+        ColumnTagger(tagger=ShortTagger(), cv=2).fit_transform(X)
     tags = ColumnTagger(columns=("upos",), tagger=ShortTagger(), cv=2).fit(X)
     with pytest.raises(ValueError, match="tagger of column 'upos' did not return one tag"):
         tags.transform(X)
+
+
+class CountingTagger(MemoTagger):
+    fits = 0  # over all clones, in this process (n_jobs=None)
+
+    def fit(self, X, y):
+        CountingTagger.fits += 1
+        return super().fit(X, y)
+
+
+def test_fit_jackknifes_only_what_a_later_tagger_reads():
+    # fit keeps the final taggers only: without feed_predicted no fold is fitted;
+    # with it, the first column's folds are (the second tagger reads their tags).
+    X, _ = _unique_sample(6)
+    CountingTagger.fits = 0
+    ColumnTagger(tagger=CountingTagger(), cv=2).fit(X)
+    assert CountingTagger.fits == 2
+    CountingTagger.fits = 0
+    ColumnTagger(tagger=CountingTagger(), cv=2, feed_predicted=True).fit(X)
+    assert CountingTagger.fits == 1 + 2 + 1
+    CountingTagger.fits = 0
+    ColumnTagger(tagger=CountingTagger(), cv=2).fit_transform(X)
+    assert CountingTagger.fits == 2 * (1 + 2)
