@@ -25,14 +25,16 @@ tagging
     tagging trained by guided learning; ``NeuralEasyFirstTagger``: BiLSTM
     taggers with easy-first sketch steps and constrained attention;
     ``ColumnTagger``: predicted UPOS / XPOS (or other) tags as token
-    columns, jackknifed in training, to parse text without gold tags.
+    columns, jackknifed in training, to parse text without gold tags;
+    ``TagParsePipeline``: a ColumnTagger and a parser trained on its
+    predicted tags and on the gold ones.
 argument_mining
     ``StructuredSVMArgumentMiner``: joint proposition types and support
     links of documents, a structured SVM over factor graphs;
     ``SparseMAPArgumentMiner``: the same model trained with LP-SparseMAP.
 parsing
-    ``SparseMAPParser``: first-order dependency parsers trained with
-    SparseMAP, CRF, structured SVM and perceptron losses.
+    ``SparseMAPParser``: first- and second-order dependency parsers
+    trained with SparseMAP, CRF, structured SVM and perceptron losses.
 
 ``save_model`` and ``load_model`` keep a fitted model in a file with a
 record of what it is, which the ``sksparse-struct`` command (``train``,
@@ -45,7 +47,8 @@ from ._version import __version__
 from .argument_mining import SparseMAPArgumentMiner, StructuredSVMArgumentMiner
 from .linear_model import FenchelYoungClassifier
 from .parsing import SparseMAPParser
-from .tagging import ColumnTagger, EasyFirstTagger, LinearChainCRF, NeuralEasyFirstTagger
+from .tagging import (ColumnTagger, EasyFirstTagger, LinearChainCRF, NeuralEasyFirstTagger,
+                      TagParsePipeline)
 
 __all__ = [
     "__version__",
@@ -57,6 +60,7 @@ __all__ = [
     "SparseMAPArgumentMiner",
     "SparseMAPParser",
     "StructuredSVMArgumentMiner",
+    "TagParsePipeline",
     "load_model",
     "save_model",
 ]
