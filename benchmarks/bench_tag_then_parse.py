@@ -3,7 +3,7 @@
 Run from anywhere, in an environment where sksparse_struct is installed::
 
     python benchmarks/bench_tag_then_parse.py                   # UD English-EWT
-    python benchmarks/bench_tag_then_parse.py --parsers margin_eisner,sparsemap_cle
+    python benchmarks/bench_tag_then_parse.py --parsers margin_eisner --inputs gold,predicted
     python benchmarks/bench_tag_then_parse.py --quick           # smoke run (1,000 sentences)
     python benchmarks/bench_tag_then_parse.py --out benchmarks/results/bench_tag_then_parse.txt
 
@@ -33,6 +33,9 @@ test set reported. Gold tokenisation, punctuation included in every score.
     ColumnTagger()), ("parser", parser)])``: trained on the jackknifed tags,
     evaluated on the final taggers' tags of dev and test (from the words
     alone);
+  - ``predicted+gold``: ``TagParsePipeline`` (the model of ``sksparse-struct
+    train tagger+parser``): trained on the jackknifed tags and on the gold
+    tags (``gold tags``), twice the sentences, evaluated as ``predicted``;
   - ``gold-trained``: the ``gold tags`` parser evaluated on predicted tags
     (no jackknife: trained on tags better than those it parses).
 
@@ -50,12 +53,13 @@ from pathlib import Path
 from _bench_utils import machine_header, rst_table
 
 PARSERS = {
-    # The parser of `sksparse-struct train tagger+parser`.
+    # The parser of `sksparse-struct train parser`.
     "margin_eisner": {"loss": "margin_sparsemap", "projective": True, "max_iter": 10},
     "sparsemap_cle": {"loss": "sparsemap", "projective": False, "max_iter": 10},
     "margin_eisner_5": {"loss": "margin_sparsemap", "projective": True, "max_iter": 5,
                         "tol": None},
-    # The standard second-order model (siblings and grandparents).
+    # The standard second-order model (siblings and grandparents): the parser of
+    # `sksparse-struct train tagger+parser`.
     "second_order": {"loss": "hinge", "projective": True,
                      "parts": ("arc", "sibling", "grandparent"), "max_iter": 5, "tol": None},
 }
@@ -84,14 +88,14 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=default_data_dir(),
                         help="folder holding UD_English-EWT/")
-    parser.add_argument("--parsers", default="margin_eisner",
+    parser.add_argument("--parsers", default="second_order",
                         help=f"comma-separated parser settings among {sorted(PARSERS)}")
     parser.add_argument("--cv", type=int, default=5, help="folds of the jackknife")
     parser.add_argument("--n-jobs", type=int, default=2,
                         help="n_jobs of the ColumnTagger (folds) and of the parser")
-    parser.add_argument("--inputs", default="gold,gold_tags,predicted",
-                        help="comma-separated parser inputs among gold, gold_tags, predicted "
-                        "(gold-trained comes with gold_tags and predicted)")
+    parser.add_argument("--inputs", default="gold_tags,predicted,predicted+gold",
+                        help="comma-separated parser inputs among gold, gold_tags, predicted, "
+                        "predicted+gold (gold-trained comes with gold_tags and predicted)")
     parser.add_argument("--quick", action="store_true",
                         help="1,000 training and 300 dev / test sentences")
     parser.add_argument("--out", type=Path, help="also write the report to this file")
@@ -100,7 +104,7 @@ def main(argv=None):
         parser.error("give --data DIR or set SKSPARSE_STRUCT_SHARED_DATA")
     names = args.parsers.split(",")
     kinds = [kind.replace("_", " ") for kind in args.inputs.split(",")]
-    if any(kind not in ("gold", "gold tags", "predicted") for kind in kinds):
+    if any(kind not in ("gold", "gold tags", "predicted", "predicted+gold") for kind in kinds):
         parser.error(f"unknown inputs {args.inputs!r}")
     unknown = [n for n in names if n not in PARSERS]
     if unknown:
@@ -172,11 +176,15 @@ def main(argv=None):
     say()
 
     # --- parsers -------------------------------------------------------------
+    gold_tags = {name: clear_lemmas_and_feats(X[name]) for name in FILES}
     inputs = {
         "gold": {name: X[name] for name in FILES},
-        "gold tags": {name: clear_lemmas_and_feats(X[name]) for name in FILES},
+        "gold tags": gold_tags,
         "predicted": predicted,
+        # TagParsePipeline's training set: the jackknifed copy, then the gold one.
+        "predicted+gold": dict(predicted, train=predicted["train"] + gold_tags["train"]),
     }
+    targets = {kind: train_pairs * (2 if kind == "predicted+gold" else 1) for kind in inputs}
     rows = []
     for setting in names:
         params = dict(PARSERS[setting], random_state=0, n_jobs=args.n_jobs)
@@ -186,7 +194,7 @@ def main(argv=None):
             t0 = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                model.fit(inputs[kind]["train"], train_pairs)
+                model.fit(inputs[kind]["train"], targets[kind])
             fit_s[kind] = time.perf_counter() - t0
             fitted[kind] = model
         evaluations = [(kind, fitted[kind], inputs[kind]) for kind in fitted]
@@ -200,7 +208,7 @@ def main(argv=None):
                 row += [f"{100 * uas_score(heads[name], pred_heads):.2f}", f"{100 * las:.2f}"]
             train_s = fit_s.get(kind)
             row += [f"{train_s:.0f}" if train_s else "-",
-                    f"{train_s + tag_fit_s:.0f}" if kind == "predicted" else "-",
+                    f"{train_s + tag_fit_s:.0f}" if kind.startswith("predicted") else "-",
                     str(fitted[kind].n_iter_) if kind in fit_s else "-"]
             rows.append(row)
             print(row, flush=True)
@@ -215,6 +223,9 @@ def main(argv=None):
     say("predicted: Pipeline([('tags', ColumnTagger()), ('parser', parser)]), trained on "
         "jackknifed tags,")
     say("  evaluated on the tags the final taggers give the words of dev / test")
+    say("predicted+gold: TagParsePipeline([('tags', ColumnTagger()), ('parser', parser)]), "
+        "trained on the jackknifed")
+    say("  and the gold-tag ('gold tags') training sentences, evaluated as predicted")
     say("gold-trained: the 'gold tags' parser evaluated on those predicted tags")
     say("parser fit s: the parser's fit; pipeline fit s: taggers' fit_transform + parser's fit")
     if args.out:

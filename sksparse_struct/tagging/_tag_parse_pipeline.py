@@ -21,7 +21,8 @@ class TagParsePipeline(Pipeline):
     tags, with the fields the tagger does not predict cleared alike. The
     second copy shows the parser what each tag means when it is right; the
     first, how far to trust it. Prediction is the pipeline's: the tagger tags
-    the words, the parser parses them.
+    the words, the parser parses them. Every method but ``fit`` is
+    :class:`~sklearn.pipeline.Pipeline`'s.
 
     Parameters
     ----------
