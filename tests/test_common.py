@@ -53,6 +53,14 @@ def all_estimators():
 ESTIMATORS = all_estimators()
 
 
+# Meta-estimators cannot be built without their steps: built with the
+# package's own.
+REQUIRED_STEPS = {
+    "TagParsePipeline": lambda cls: cls([("tags", sksparse_struct.ColumnTagger()),
+                                         ("parser", sksparse_struct.SparseMAPParser())]),
+}
+
+
 def _instances(two_d):
     """Default-constructed instances whose ``two_d_array`` input tag is ``two_d``.
 
@@ -61,7 +69,7 @@ def _instances(two_d):
     """
     instances = []
     for _, cls in ESTIMATORS:
-        est = cls()
+        est = REQUIRED_STEPS[cls.__name__](cls) if cls.__name__ in REQUIRED_STEPS else cls()
         if est.__sklearn_tags__().input_tags.two_d_array != two_d:
             continue
         instances.append(est)
@@ -105,8 +113,8 @@ def test_crawler_finds_the_structured_estimators():
     names = {type(est).__name__ for est in STRUCTURED_INSTANCES}
     assert {"LinearChainCRF", "SequenceVectorizer", "SparseMAPParser", "ArcFeatures",
             "StructuredSVMArgumentMiner", "SparseMAPArgumentMiner", "ArgumentFeatures",
-            "EasyFirstTagger",
-            "NeuralEasyFirstTagger"} <= names
+            "EasyFirstTagger", "NeuralEasyFirstTagger", "ColumnTagger",
+            "TagParsePipeline"} <= names
 
 
 def _expected_failed_checks(estimator):

@@ -73,6 +73,15 @@ class TagParsePipeline(Pipeline):
         super().__init__(steps, transform_input=transform_input, memory=memory, verbose=verbose)
         self.gold_copy = gold_copy
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # Sentences of token dicts in, as the ColumnTagger takes them; a
+        # Pipeline's tags would say 2-D arrays.
+        tags.input_tags.two_d_array = False
+        tags.input_tags.string = True
+        tags.target_tags.required = True
+        return tags
+
     def fit(self, X, y=None, **params):
         """Fit the tagger, then the final model on the jackknifed and the gold-tag sentences.
 
