@@ -113,8 +113,12 @@ class TagParsePipeline(Pipeline):
             )
         if y is None:
             raise ValueError("TagParsePipeline: fit needs y, the final model's targets.")
-        y = list(y)
-        X = list(X) if not isinstance(X, (str, bytes, dict)) else X
+        if isinstance(X, (str, bytes, dict)) or not hasattr(X, "__iter__"):
+            raise ValueError(
+                "TagParsePipeline: X must be a list of sentences, each a list of token "
+                f"dicts; got {type(X).__name__}."
+            )
+        X, y = list(X), list(y)
         if len(y) != len(X):
             raise ValueError(
                 f"TagParsePipeline: X has {len(X)} sentences but y has {len(y)} targets."

@@ -146,3 +146,8 @@ def test_bad_targets():
         _model().fit(X)
     with pytest.raises(ValueError, match="X has 12 sentences but y has 11 targets"):
         _model().fit(X, y[:11])
+    with pytest.raises(ValueError, match="X must be a list of sentences.*got str"):
+        _model().fit("The dog barks .", y[:1])
+    # Iterables are read once, as lists.
+    fitted = _model().fit(iter(X), iter(y))
+    assert len(fitted.named_steps["parser"].X_) == 24
